@@ -1,0 +1,1 @@
+"""searchsvc: ranked, faceted search over research-paper records."""

@@ -1,0 +1,3 @@
+from searchsvc.cli import main
+
+main()

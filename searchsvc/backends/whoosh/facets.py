@@ -1,0 +1,132 @@
+"""Facet filters and counts from per-generation arrays, built once from the facet postings.
+
+Whoosh's own multi-valued facets rebuild per-document value lists on every query (about
+two seconds at 100k papers, see docs/decisions.md); a generation never changes, so this
+reads each facet field's postings once when the generation is opened and counts in Python.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import chain
+
+from whoosh.reading import IndexReader
+
+from searchsvc.backends.whoosh.schema import FACET_FIELDS
+from searchsvc.papers import fold
+from searchsvc.search import FACETS, FacetValue, SearchRequest
+
+
+@dataclass
+class _Facet:
+    values: list[str | int]  # value index → value
+    docs: list[frozenset[int]]  # value index → documents having it
+    of_doc: list[tuple[int, ...]]  # docnum → value indices
+    by_folded: dict[str, int]  # folded value → value index, for case/accent-insensitive filters
+
+
+class FacetIndex:
+    """Which documents carry which facet values, for one immutable generation."""
+
+    def __init__(self, reader: IndexReader) -> None:
+        size = reader.doc_count_all()
+        self._facets = {name: _load_facet(reader, field, size, name == "year") for name, field in FACET_FIELDS.items()}
+
+    def filters(self, request: SearchRequest) -> dict[str, frozenset[int] | None]:
+        """Per facet, the documents its filter allows (None: that facet is not filtered)."""
+        year = self._facets["year"]
+        years = None
+        if request.year_from is not None or request.year_to is not None:
+            years = _union(docs for value, docs in zip(year.values, year.docs) if request.year_selected(int(value)))
+        return {
+            "year": years,
+            "subject": self._value_filter("subject", request.subject),
+            "author": self._value_filter("author", request.author),
+        }
+
+    def counts(
+        self,
+        matched: Iterable[int] | frozenset[int],
+        filters: dict[str, frozenset[int] | None],
+        request: SearchRequest,
+        limit: int,
+    ) -> dict[str, list[FacetValue]]:
+        """Multi-select counts: each facet counted under every filter except its own."""
+        matched = matched if isinstance(matched, (set, frozenset)) else frozenset(matched)
+        result = {}
+        for name in FACETS:
+            base = _intersect(matched, [f for other, f in filters.items() if other != name and f is not None])
+            facet = self._facets[name]
+            counted = Counter(chain.from_iterable(map(facet.of_doc.__getitem__, base)))
+            result[name] = _listing(facet, counted, self._selection(name, request), limit, by_value=name == "year")
+        return result
+
+    def _value_filter(self, name: str, wanted: tuple[str, ...]) -> frozenset[int] | None:
+        if not wanted:
+            return None
+        facet = self._facets[name]
+        indices = [facet.by_folded.get(fold(value)) for value in wanted]
+        return _union(facet.docs[i] for i in indices if i is not None)
+
+    def _selection(self, name: str, request: SearchRequest) -> _Selection:
+        facet = self._facets[name]
+        if name == "year":
+            # A year range selects every year inside it; only its typed bounds must be listed.
+            bounds = {request.year_from, request.year_to}
+            marked = {i for i, year in enumerate(facet.values) if request.year_selected(int(year))}
+            return _Selection(marked, {i for i in marked if facet.values[i] in bounds}, [])
+        known: set[int] = set()
+        unknown: list[str] = []
+        for value in request.subject if name == "subject" else request.author:
+            index = facet.by_folded.get(fold(value))
+            if index is None:
+                unknown.append(value)
+            else:
+                known.add(index)
+        return _Selection(known, known, unknown)
+
+
+@dataclass
+class _Selection:
+    marked: set[int]  # value indices shown as selected
+    listed: set[int]  # value indices listed even at count 0 or beyond the limit
+    unknown: list[str]  # selected values the index does not hold, listed at count 0
+
+
+def _load_facet(reader: IndexReader, field: str, size: int, numeric: bool) -> _Facet:
+    values: list[str | int] = []
+    docs: list[frozenset[int]] = []
+    of_doc: list[list[int]] = [[] for _ in range(size)]
+    for index, term in enumerate(reader.lexicon(field)):
+        text = term.decode("utf-8")
+        values.append(int(text) if numeric else text)
+        ids = frozenset(reader.postings(field, term).all_ids())
+        docs.append(ids)
+        for docnum in ids:
+            of_doc[docnum].append(index)
+    by_folded = {fold(str(value)): i for i, value in enumerate(values)}
+    return _Facet(values, docs, [tuple(v) for v in of_doc], by_folded)
+
+
+def _listing(facet: _Facet, counted: Counter[int], selection: _Selection, limit: int, by_value: bool) -> list[FacetValue]:
+    """The top `limit` values plus every listed selected one, in display order."""
+
+    def order(index: int) -> tuple[int | str, ...]:
+        value = facet.values[index]
+        return (-int(value),) if by_value else (-counted[index], str(value).casefold(), str(value))
+
+    shown = set(sorted(counted, key=order)[:limit]) | selection.listed
+    listing = [FacetValue(facet.values[i], counted[i], i in selection.marked) for i in sorted(shown, key=order)]
+    return listing + [FacetValue(value, 0, True) for value in selection.unknown]
+
+
+def _union(sets: Iterable[frozenset[int]]) -> frozenset[int]:
+    return frozenset().union(*sets)
+
+
+def _intersect(first: frozenset[int] | set[int], others: list[frozenset[int]]) -> frozenset[int] | set[int]:
+    for other in sorted(others, key=len):
+        first = first & other
+    return first

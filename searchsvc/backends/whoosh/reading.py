@@ -1,0 +1,70 @@
+"""The published generation, opened once and swapped when a rebuild publishes a new one."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+from whoosh import index
+from whoosh.qparser import QueryParser
+from whoosh.searching import Searcher
+
+from searchsvc.backends.whoosh.facets import FacetIndex
+from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
+from searchsvc.backends.whoosh.querying import make_parser
+from searchsvc.backends.whoosh.schema import NEWEST_RANK, OLDEST_RANK
+from searchsvc.errors import IndexUnavailable
+
+
+class OpenGeneration:
+    """A searcher on one generation and everything derived from it once, for every request.
+
+    Closing happens when the last reference goes away, so a request still using the old
+    generation after a swap finishes on it undisturbed.
+    """
+
+    def __init__(self, hold: GenerationHold) -> None:
+        self.path: Path = hold.path
+        self.manifest: dict[str, Any] = hold.manifest
+        self.stamp: PointerStamp | None = hold.stamp
+        try:
+            ix = index.open_dir(str(hold.path))
+            self.searcher: Searcher = ix.searcher()
+        except Exception as exc:  # whoosh raises many kinds on damaged files
+            hold.release()
+            raise IndexUnavailable(f"cannot open index generation {hold.path.name}: {exc}") from exc
+        weakref.finalize(self, _close, self.searcher, hold)
+        reader = self.searcher.reader()
+        self.schema = ix.schema
+        self.parser: QueryParser = make_parser(ix.schema)
+        self.all_docs = frozenset(reader.all_doc_ids())
+        self.facets = FacetIndex(reader)
+        self.newest_rank = list(reader.column_reader(NEWEST_RANK))
+        self.oldest_rank = list(reader.column_reader(OLDEST_RANK))
+
+
+def _close(searcher: Searcher, hold: GenerationHold) -> None:
+    searcher.close()
+    hold.release()
+
+
+class GenerationCache:
+    """Hands out the published generation, checking the pointer (one stat) on every call."""
+
+    def __init__(self, store: GenerationStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._current: OpenGeneration | None = None
+
+    def get(self) -> OpenGeneration:
+        stamp = self._store.stamp()
+        current = self._current
+        if current is not None and stamp == current.stamp:
+            return current
+        with self._lock:
+            if self._current is None or self._store.stamp() != self._current.stamp:
+                self._current = None  # drop our reference first: a failed open must not serve stale data
+                self._current = OpenGeneration(self._store.hold_current())
+            return self._current

@@ -1,0 +1,55 @@
+"""The Whoosh schema: analysed text for ranking, exact terms for facets, columns for sorting."""
+
+from __future__ import annotations
+
+from whoosh.analysis import (
+    Analyzer,
+    CharsetFilter,
+    LowercaseFilter,
+    RegexTokenizer,
+    StemFilter,
+    StopFilter,
+)
+from whoosh.columns import NumericColumn
+from whoosh.fields import COLUMN, ID, STORED, TEXT, Schema
+from whoosh.support.charset import accent_map
+
+# Fields a free-text query searches, and how much a match in each counts.
+SEARCH_FIELDS = ("title", "abstract")
+FIELD_BOOSTS = {"title": 2.0, "abstract": 1.0}
+
+# Facet name → the untokenised field holding its exact values, one term per value.
+FACET_FIELDS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author"}
+
+# Columns holding each paper's position in the two date orders (ties broken by id).
+NEWEST_RANK = "newest_rank"
+OLDEST_RANK = "oldest_rank"
+
+SCHEMA_VERSION = 1
+
+
+def text_analyzer() -> Analyzer:
+    """Words, lowercased, accents folded, stop words dropped, Porter-stemmed."""
+    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map) | StopFilter() | StemFilter()
+
+
+def name_analyzer() -> Analyzer:
+    """Name parts, case- and accent-folded but not stemmed ("Müller" finds "muller")."""
+    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map)
+
+
+def build_schema() -> Schema:
+    return Schema(
+        id=ID(stored=True, unique=True),
+        title=TEXT(analyzer=text_analyzer(), stored=True, phrase=True),
+        abstract=TEXT(analyzer=text_analyzer(), stored=True, phrase=True),
+        author=TEXT(analyzer=name_analyzer(), phrase=True),
+        year=STORED(),
+        subjects=STORED(),
+        authors=STORED(),
+        facet_year=ID(),
+        facet_subject=ID(),
+        facet_author=ID(),
+        newest_rank=COLUMN(NumericColumn("I")),
+        oldest_rank=COLUMN(NumericColumn("I")),
+    )

@@ -1,0 +1,142 @@
+"""The `searchsvc` command: rebuild the index, search it, show its status and settings."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import click
+from tqdm import tqdm
+
+from searchsvc.backends import open_backend
+from searchsvc.errors import InvalidRequest, SearchsvcError
+from searchsvc.rebuild import rebuild
+from searchsvc.schemas import dump_search_result, parse_search_request
+from searchsvc.search import SORTS, SearchResult
+from searchsvc.settings import Settings, load_settings
+
+_MARK = re.compile(r"<mark>(.*?)</mark>")
+_EXIT_INVALID_USAGE = 2
+
+index_dir_option = click.option(
+    "--index-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Index directory (default: $SEARCHSVC_INDEX_DIR, else index/).",
+)
+
+
+class _Group(click.Group):
+    """Turns the service's own errors into one clear line on stderr instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InvalidRequest as exc:
+            for field, messages in exc.details.items():
+                click.echo(f"error: --{field.replace('_', '-')}: {' '.join(messages)}", err=True)
+            sys.exit(_EXIT_INVALID_USAGE)
+        except SearchsvcError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="searchsvc")
+def main() -> None:
+    """Search paper records: build the index with `rebuild`, query it with `search`."""
+
+
+def _settings(index_dir: Path | None) -> Settings:
+    return load_settings({"index_dir": index_dir})
+
+
+@main.command("rebuild")
+@click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
+@index_dir_option
+def rebuild_command(sources: tuple[Path, ...], index_dir: Path | None) -> None:
+    """Build a new index generation from SOURCES and publish it atomically.
+
+    SOURCES are profile pages (*.txt), JSON-lines record files (*.jsonl) or folders of
+    them; with none, the configured sources (seeds/) are read. On any error nothing is
+    published and the previous index keeps serving.
+    """
+    settings = _settings(index_dir)
+    report = rebuild(
+        open_backend(settings),
+        list(sources) or list(settings.sources),
+        progress=_progress_bar,
+        warn=lambda message: click.echo(f"warning: {message}", err=True),
+    )
+    click.echo(report.summary())
+
+
+@contextmanager
+def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
+    """A bar on a terminal; nothing otherwise (the summary line follows either way)."""
+    with tqdm(total=total, desc="indexing", unit=" papers", disable=None, file=sys.stderr, leave=False) as bar:
+        yield bar.update
+
+
+@main.command("search")
+@click.argument("query", default="")
+@click.option("--subject", multiple=True, help="Only papers in this subject (repeatable: any of them).")
+@click.option("--author", multiple=True, help="Only papers by this author (repeatable: any of them).")
+@click.option("--year-from", type=str, help="Only papers from this year on.")
+@click.option("--year-to", type=str, help="Only papers up to this year.")
+@click.option("--sort", type=click.Choice(SORTS), default="relevance", show_default=True)
+@click.option("--page", type=str, default="1", show_default=True)
+@click.option("--per-page", type=str, help="Results per page (default 10).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document the HTTP API returns.")
+@index_dir_option
+def search_command(query: str, as_json: bool, index_dir: Path | None, **params: Any) -> None:
+    """Search the published index for QUERY (empty: every paper, newest first)."""
+    settings = _settings(index_dir)
+    params = {key: value for key, value in params.items() if value not in (None, ())}
+    request = parse_search_request({"q": query, **params}, settings)
+    result = open_backend(settings).search(request)
+    if as_json:
+        click.echo(json.dumps(dump_search_result(result), ensure_ascii=False, indent=2))
+    else:
+        _print_result(result)
+
+
+def _print_result(result: SearchResult) -> None:
+    pages = f", page {result.page} of {result.pages}" if result.pages > 1 else ""
+    click.echo(f"{result.total} paper{'s' if result.total != 1 else ''}{pages} ({result.took_ms:.1f} ms)")
+    for number, hit in enumerate(result.hits, start=result.request.start + 1):
+        year = f" ({hit.year})" if hit.year else ""
+        click.echo(f"\n{number:>3}. {_terminal(hit.highlights['title'])}{year}")
+        details = "; ".join(part for part in (", ".join(hit.authors), " ".join(hit.subjects)) if part)
+        if details:
+            click.echo(f"     {details}")
+        click.echo(f"     {_terminal(hit.highlights['abstract'])}")
+        click.echo(click.style(f"     id: {hit.id}", dim=True))
+    for name, values in result.facets.items():
+        if values:
+            listed = ", ".join(f"{'[x] ' if v.selected else ''}{v.value} ({v.count})" for v in values)
+            click.echo(f"\n{name}: {listed}")
+
+
+def _terminal(highlighted: str) -> str:
+    """Highlight HTML as terminal text: marks in bold, entities decoded."""
+    return unescape(_MARK.sub(lambda m: click.style(m[1], bold=True), highlighted))
+
+
+@main.command("status")
+@index_dir_option
+def status_command(index_dir: Path | None) -> None:
+    """Show the published index generation: papers, sources, when it was built."""
+    click.echo(json.dumps(open_backend(_settings(index_dir)).status(), indent=2, sort_keys=True))
+
+
+@main.command("settings")
+def settings_command() -> None:
+    """List every setting with its current value and the reason for its default."""
+    for name, value, why in load_settings().describe():
+        click.echo(f"{name} = {value!s}\n    {why}")

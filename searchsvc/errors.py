@@ -1,0 +1,70 @@
+"""Domain errors: raised by sources and backends, mapped to exit codes or HTTP once, at the edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SearchsvcError(Exception):
+    """Base class: every error the service expects and can explain to a user."""
+
+    code = "error"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+
+class ConfigurationError(SearchsvcError):
+    """A setting that cannot be used (unknown name, wrong type, missing config file)."""
+
+    code = "configuration"
+
+
+class SourceFormatError(SearchsvcError):
+    """A source file that cannot be read as records; names the file and line."""
+
+    code = "source_format"
+
+    def __init__(self, path: str, line: int, problem: str) -> None:
+        super().__init__(f"{path}:{line}: {problem}", {"path": path, "line": line})
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+
+class InvalidRequest(SearchsvcError):
+    """Search parameters that fail validation; `details` maps each bad field to its messages."""
+
+    code = "invalid_parameters"
+
+
+class QuerySyntaxError(SearchsvcError):
+    """A query string that clearly uses syntax but does not parse."""
+
+    code = "query_syntax"
+
+
+class IndexUnavailable(SearchsvcError):
+    """No index is published, or the published one cannot be opened."""
+
+    code = "index_unavailable"
+
+
+class RebuildInProgress(SearchsvcError):
+    """Another rebuild holds the index directory's lock."""
+
+    code = "rebuild_in_progress"
+
+
+class RebuildFailed(SearchsvcError):
+    """A built generation failed its checks and was not published."""
+
+    code = "rebuild_failed"
+
+
+class PaperNotFound(SearchsvcError):
+    """No paper with the requested id."""
+
+    code = "not_found"

@@ -1,0 +1,84 @@
+"""Search requests and results as plain data: what every backend takes and returns."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+SORTS = ("relevance", "newest", "oldest")
+FACETS = ("year", "subject", "author")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A validated search: the query string, facet filters, sort and page."""
+
+    q: str = ""
+    subject: tuple[str, ...] = ()
+    author: tuple[str, ...] = ()
+    year_from: int | None = None
+    year_to: int | None = None
+    sort: str = "relevance"
+    page: int = 1
+    per_page: int = 10
+
+    @property
+    def start(self) -> int:
+        """Offset of the page's first result in the whole ordered result list."""
+        return (self.page - 1) * self.per_page
+
+    @property
+    def end(self) -> int:
+        return self.page * self.per_page
+
+    def year_selected(self, year: int) -> bool:
+        """Whether `year` lies inside the requested year range (if one is set)."""
+        if self.year_from is None and self.year_to is None:
+            return False
+        return (self.year_from is None or year >= self.year_from) and (self.year_to is None or year <= self.year_to)
+
+
+@dataclass
+class Hit:
+    """One paper in a result page, with HTML-escaped highlights of its title and abstract."""
+
+    id: str
+    title: str
+    abstract: str
+    year: int | None
+    subjects: list[str]
+    authors: list[str]
+    score: float | None
+    highlights: dict[str, str]
+
+
+@dataclass(frozen=True)
+class FacetValue:
+    value: str | int
+    count: int
+    selected: bool
+
+
+@dataclass
+class SearchResult:
+    """A page of hits, the total, and facet counts under the request's other filters."""
+
+    request: SearchRequest
+    total: int
+    hits: list[Hit]
+    facets: dict[str, list[FacetValue]] = field(default_factory=dict)
+    took_ms: float = 0.0
+    suggestion: str | None = None
+
+    @property
+    def page(self) -> int:
+        return self.request.page
+
+    @property
+    def per_page(self) -> int:
+        return self.request.per_page
+
+    @property
+    def pages(self) -> int:
+        """Pages needed for `total`: never an empty last page, and 0 when nothing matched."""
+        return math.ceil(self.total / self.request.per_page)

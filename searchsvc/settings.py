@@ -1,0 +1,82 @@
+"""Settings, read in one place: defaults here, then `config/searchsvc.toml`, then `SEARCHSVC_*`.
+
+Every limit is a named setting with a default and the reason for it, so an operator can
+see what a change trades away (`searchsvc settings` prints them all).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from searchsvc.errors import ConfigurationError
+
+CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
+DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")
+ENV_PREFIX = "SEARCHSVC_"
+
+
+def _setting(default: Any, why: str) -> Any:
+    return field(default=default, metadata={"why": why})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The service's configuration; build it with `load_settings`."""
+
+    index_dir: Path = _setting(Path("index"), "where generations of the index are built and published")
+    sources: tuple[Path, ...] = _setting((Path("seeds"),), "what a rebuild reads when given no sources")
+    max_query_length: int = _setting(
+        500, "longer queries are pasted documents, not searches, and cost parse and match time"
+    )
+    default_per_page: int = _setting(10, "a screenful of results")
+    max_per_page: int = _setting(100, "bounds the stored fields and highlights computed per request")
+    max_result_window: int = _setting(
+        10_000, "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort"
+    )
+    facet_limit: int = _setting(10, "values listed per facet; the long tail is reached by prefix lookup")
+    max_filter_values: int = _setting(50, "values selectable per facet filter; each is a set union")
+    build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment")
+
+    def describe(self) -> list[tuple[str, Any, str]]:
+        """Each setting as (name, value, reason)."""
+        return [(f.name, getattr(self, f.name), f.metadata["why"]) for f in dataclasses.fields(self)]
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Defaults < config file < environment < `overrides` (for tests and command-line flags)."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    config_file = Path(environ.get(CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE))
+    if config_file.is_file():
+        with config_file.open("rb") as stream:
+            values.update(tomllib.load(stream))
+    elif CONFIG_FILE_ENV in environ:
+        raise ConfigurationError(f"{CONFIG_FILE_ENV} names {config_file}, which is not a file")
+    names = {f.name for f in dataclasses.fields(Settings)}
+    values.update({name: environ[ENV_PREFIX + name.upper()] for name in names if ENV_PREFIX + name.upper() in environ})
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    unknown = set(values) - names
+    if unknown:
+        raise ConfigurationError(f"unknown settings: {', '.join(sorted(unknown))}")
+    return Settings(**{name: _coerce(name, value) for name, value in values.items()})
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Bring file and environment values (strings, lists) to the type of the default."""
+    default = next(f.default for f in dataclasses.fields(Settings) if f.name == name)
+    try:
+        if isinstance(default, Path):
+            return Path(value)
+        if isinstance(default, tuple):
+            return tuple(Path(item) for item in (value.split(os.pathsep) if isinstance(value, str) else value))
+        if isinstance(default, int) and not isinstance(value, bool):
+            return int(value)
+    except (TypeError, ValueError):
+        pass
+    raise ConfigurationError(f"setting {name!r}: cannot use {value!r} (expected {type(default).__name__})")

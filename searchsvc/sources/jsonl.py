@@ -1,0 +1,90 @@
+"""Reader for JSON-lines record files, the format of `shared/data/*/corpus.jsonl`.
+
+One object a line: `id`, `title`, `abstract`, `year`, `categories` (the subjects) and
+`authors`. Other fields are ignored; blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from searchsvc.errors import SourceFormatError
+from searchsvc.papers import Paper, SourceLocation, paper_id_for_title
+from searchsvc.sources.lines import numbered_lines
+
+_MIN_YEAR, _MAX_YEAR = 1000, 2999
+
+
+class _Invalid(Exception):
+    """A field problem inside one line; the reader adds the file and line."""
+
+
+def read_jsonl(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
+    """Yield one paper per non-blank line, failing on the first malformed one."""
+    found = 0
+    last = 1
+    for number, text in numbered_lines(path):
+        last = number
+        if not text.strip():
+            continue
+        try:
+            yield _paper(json.loads(text), SourceLocation(str(path), number))
+        except json.JSONDecodeError as exc:
+            raise SourceFormatError(str(path), number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except _Invalid as exc:
+            raise SourceFormatError(str(path), number, str(exc)) from None
+        found += 1
+    if found == 0:
+        raise SourceFormatError(str(path), last, "file has no records")
+
+
+def _paper(obj: Any, where: SourceLocation) -> Paper:
+    if not isinstance(obj, dict):
+        raise _Invalid(f"expected a JSON object, found {type(obj).__name__}")
+    title = _text(obj, "title")
+    if not title:
+        raise _Invalid("record has no title")
+    given_id = obj.get("id")
+    if isinstance(given_id, bool) or not isinstance(given_id, (str, int, type(None))):
+        raise _Invalid(f"'id' must be a string or an integer, found {json.dumps(given_id)}")
+    paper_id = str(given_id).strip() if given_id is not None else ""
+    return Paper(
+        id=paper_id or paper_id_for_title(title),
+        title=title,
+        abstract=_text(obj, "abstract"),
+        year=_year(obj.get("year")),
+        subjects=_names(obj, "categories"),
+        authors=_names(obj, "authors"),
+        sources=[where],
+    )
+
+
+def _text(obj: dict[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _Invalid(f"'{key}' must be a string, found {json.dumps(value)[:60]}")
+    return " ".join(value.split())
+
+
+def _year(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not _MIN_YEAR <= value <= _MAX_YEAR:
+        raise _Invalid(f"'year' must be a year such as 2021 or null, found {json.dumps(value)[:60]}")
+    return value
+
+
+def _names(obj: dict[str, Any], key: str) -> list[str]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _Invalid(f"'{key}' must be a list of strings, found {json.dumps(value)[:60]}")
+    return list(dict.fromkeys(name for name in (" ".join(item.split()) for item in value) if name))

@@ -1,0 +1,70 @@
+"""Shared fixtures: the repository's seeds, small source files written on demand, built indexes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.rebuild import rebuild
+from searchsvc.settings import Settings, load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+SEEDS = REPO / "seeds"
+
+
+def settings_for(index_dir: Path, **overrides: Any) -> Settings:
+    return load_settings({"index_dir": index_dir, **overrides}, environ={})
+
+
+def profile_page(name: str, records: Iterable[tuple[str, str, str, str]], stated: int | None = None) -> str:
+    """A profile page in the seed format; each record is (year line, title, abstract, subjects)."""
+    records = list(records)
+    parts = ["arXiv subjects", name, f"Publications and source records attributed to {name}."]
+    parts.append(f"At least {stated if stated is not None else len(records)} recordsLinked to original sources")
+    for record in records:
+        parts.extend(record)
+    return "\n\n".join(parts) + "\n"
+
+
+def jsonl(records: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(record) + "\n" for record in records)
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[str, str | bytes], Path]:
+    """Write a source file under tmp_path/sources and return its path."""
+
+    def _write(name: str, content: str | bytes) -> Path:
+        path = tmp_path / "sources" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        return path
+
+    return _write
+
+
+@pytest.fixture
+def warnings_seen() -> list[str]:
+    return []
+
+
+@pytest.fixture(scope="session")
+def seed_backend(tmp_path_factory: pytest.TempPathFactory) -> WhooshBackend:
+    """One index built from the repository's seeds, shared by read-only tests."""
+    backend = WhooshBackend(settings_for(tmp_path_factory.mktemp("seed-index")))
+    rebuild(backend, [SEEDS])
+    return backend
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
