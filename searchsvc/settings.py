@@ -53,11 +53,11 @@ def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     config_file = Path(environ.get(CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE))
-    if config_file.is_file():
+    if config_file.exists():
         with config_file.open("rb") as stream:
             values.update(tomllib.load(stream))
     elif CONFIG_FILE_ENV in environ:
-        raise ConfigurationError(f"{CONFIG_FILE_ENV} names {config_file}, which is not a file")
+        raise ConfigurationError(f"{CONFIG_FILE_ENV} names {config_file}, which does not exist")
     names = {f.name for f in dataclasses.fields(Settings)}
     values.update({name: environ[ENV_PREFIX + name.upper()] for name in names if ENV_PREFIX + name.upper() in environ})
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,13 @@ def profile_page(name: str, records: Iterable[tuple[str, str, str, str]], stated
 
 def jsonl(records: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(record) + "\n" for record in records)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No SEARCHSVC_* variable of the developer's shell may steer a test."""
+    for name in [name for name in os.environ if name.startswith("SEARCHSVC_")]:
+        monkeypatch.delenv(name)
 
 
 @pytest.fixture

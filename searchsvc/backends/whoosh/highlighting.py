@@ -30,12 +30,22 @@ class MarkFormatter(Formatter):
         return f"<mark>{escape(get_text(text, token, replace), quote=True)}</mark>"
 
     def format(self, fragments: list[Fragment], replace: bool = False) -> str:
-        """The fragments joined by ellipses, with one at each end where the text goes on."""
+        """Fragments joined by ellipses, with one at each end where words were cut off.
+
+        Fragments start and end at words, so leading or trailing punctuation (such as the
+        `<` of stored markup) is kept rather than replaced by an ellipsis.
+        """
         if not fragments:
             return ""
-        before = _ELLIPSIS if fragments[0].startchar > 0 else ""
-        after = _ELLIPSIS if fragments[-1].endchar < len(fragments[-1].text) else ""
+        text = fragments[0].text
+        head, tail = text[: fragments[0].startchar], text[fragments[-1].endchar :]
+        before = _ELLIPSIS if _has_words(head) else self._text(head)
+        after = _ELLIPSIS if _has_words(tail) else self._text(tail)
         return before + super().format(fragments, replace) + after
+
+
+def _has_words(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
 
 
 _FORMATTER = MarkFormatter()
