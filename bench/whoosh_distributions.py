@@ -45,12 +45,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path("/work/shared/data/acl-anthology-2016/corpus.jsonl")
-PYTHONS = {
-    "3.11": "/root/.pyenv/versions/3.11.7/bin/python",
-    "3.12": "/root/.pyenv/versions/3.12.1/bin/python",
-    "3.13": "/root/.pyenv/versions/3.13.0/bin/python",
-}
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "acl-anthology-2016" / "corpus.jsonl"
+
+
+def _find_python(version: str) -> str:
+    """A real interpreter for `version`: pyenv's install (its shims only serve the global one), else PATH."""
+    installed = sorted((Path.home() / ".pyenv" / "versions").glob(f"{version}.*/bin/python"))
+    return str(installed[-1]) if installed else shutil.which(f"python{version}") or f"python{version}"
+
+
+# Override with --python VERSION=PATH.
+PYTHONS = {version: _find_python(version) for version in ("3.11", "3.12", "3.13")}
 BENCH_PYTHON = "3.11"
 CANDIDATES = {
     "whoosh": "whoosh==2.7.4",

@@ -139,4 +139,5 @@ def status_command(index_dir: Path | None) -> None:
 def settings_command() -> None:
     """List every setting with its current value and the reason for its default."""
     for name, value, why in load_settings().describe():
-        click.echo(f"{name} = {value!s}\n    {why}")
+        shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
+        click.echo(f"{name} = {shown}\n    {why}")

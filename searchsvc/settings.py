@@ -39,7 +39,7 @@ class Settings:
     max_result_window: int = _setting(
         10_000, "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort"
     )
-    facet_limit: int = _setting(10, "values listed per facet; the long tail is reached by prefix lookup")
+    facet_limit: int = _setting(10, "values listed per facet, so a long tail of authors does not bloat every response")
     max_filter_values: int = _setting(50, "values selectable per facet filter; each is a set union")
     build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment")
 

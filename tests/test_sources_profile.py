@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import SEEDS, profile_page
 
-from searchsvc.errors import SourceFormatError
+from searchsvc.errors import SearchsvcError, SourceFormatError
 from searchsvc.papers import paper_id_for_title
 from searchsvc.sources import discover, read_records
 from searchsvc.sources.profile import read_profile
@@ -145,7 +145,7 @@ def test_discover_rejects_unknown_and_missing(tmp_path: Path) -> None:
     (tmp_path / "x.csv").write_text("x")
     with pytest.raises(SourceFormatError, match=r"x\.csv:1: unsupported source format '\.csv'"):
         discover([tmp_path / "x.csv"])
-    with pytest.raises(SourceFormatError, match="no such file or folder"):
+    with pytest.raises(SearchsvcError, match=r"missing\.txt: no such file or folder"):
         discover([tmp_path / "missing.txt"])
 
 

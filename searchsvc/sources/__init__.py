@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from searchsvc.errors import SourceFormatError
+from searchsvc.errors import SearchsvcError, SourceFormatError
 from searchsvc.papers import Paper
 from searchsvc.sources.jsonl import read_jsonl
 from searchsvc.sources.profile import read_profile
@@ -32,7 +32,7 @@ def discover(paths: Iterable[Path]) -> list[Path]:
                 )
             found.add(path)
         else:
-            raise SourceFormatError(str(path), 0, "no such file or folder")
+            raise SearchsvcError(f"{path}: no such file or folder")
     return sorted(found)
 
 
