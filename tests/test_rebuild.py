@@ -152,3 +152,16 @@ def test_search_without_a_published_index(tmp_path: Path) -> None:
     backend = WhooshBackend(settings_for(tmp_path / "empty"))
     with pytest.raises(IndexUnavailable, match="no index is published in .*empty: run `searchsvc rebuild`"):
         backend.search(SearchRequest())
+
+
+def test_serving_backend_keeps_its_generation_until_it_switches(backend: WhooshBackend) -> None:
+    """A process serving generation 1 keeps it alive through a rebuild, and lets go on its next search."""
+    store = backend.store
+    first = store.current_name()
+    titles(backend)  # the serving process opens generation 1
+    rebuilder = WhooshBackend(settings_for(backend.settings.index_dir))
+    rebuild(rebuilder, [SEEDS])
+    assert first in os.listdir(store.generations)  # still read: not pruned
+    titles(backend)  # next request: switches to generation 2 and releases generation 1
+    rebuild(rebuilder, [SEEDS])
+    assert first not in os.listdir(store.generations)

@@ -70,10 +70,10 @@ class WhooshBackend:
                     "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 },
             )
-            self.store.publish(generation)
         except BaseException:
             self.store.discard(generation)
             raise
+        self.store.publish(generation)  # outside the try: once renamed into place it is never discarded
         self.store.prune()
         return generation.name
 
@@ -90,8 +90,8 @@ class WhooshBackend:
 
     def status(self) -> dict[str, Any]:
         """The published generation's manifest, or IndexUnavailable."""
-        gen = self._generations.get()
-        return dict(gen.manifest, generation=gen.path.name)
+        name, manifest = self.store.published()
+        return dict(manifest, generation=name)
 
     def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()

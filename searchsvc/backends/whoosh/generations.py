@@ -150,10 +150,7 @@ class GenerationStore:
         """Shared-lock the published generation so no rebuild prunes it while it is read."""
         for _ in range(attempts):
             stamp = self.stamp()
-            name = self.current_name()
-            if name is None:
-                raise IndexUnavailable(f"no index is published in {self.root}: run `searchsvc rebuild`")
-            path = self.generations / name
+            path = self.generations / self._published_name()
             try:
                 fd = os.open(path / READERS_LOCK, os.O_RDONLY)
             except FileNotFoundError:
@@ -165,10 +162,19 @@ class GenerationStore:
             os.close(fd)
         raise IndexUnavailable(f"the published generation in {self.root} is missing or unfinished")
 
-    def manifest(self) -> dict[str, Any] | None:
-        """The published generation's manifest, or None when nothing is published."""
+    def published(self) -> tuple[str, dict[str, Any]]:
+        """Name and manifest of the published generation, without opening its index."""
+        name = self._published_name()
+        manifest = _read_manifest(self.generations / name)
+        if manifest is None:
+            raise IndexUnavailable(f"the published generation {name} in {self.root} is missing or unfinished")
+        return name, manifest
+
+    def _published_name(self) -> str:
         name = self.current_name()
-        return None if name is None else _read_manifest(self.generations / name)
+        if name is None:
+            raise IndexUnavailable(f"no index is published in {self.root}: run `searchsvc rebuild`")
+        return name
 
 
 class GenerationHold:
