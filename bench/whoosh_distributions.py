@@ -61,10 +61,7 @@ CANDIDATES = {
     "whoosh": "whoosh==2.7.4",
     "whoosh-reloaded": "whoosh-reloaded==2.7.5",
 }
-IMPORT_STMT = (
-    "import whoosh.index, whoosh.qparser, whoosh.highlight, whoosh.sorting, "
-    "whoosh.fields, whoosh.analysis"
-)
+IMPORT_STMT = "import whoosh.index, whoosh.qparser, whoosh.highlight, whoosh.sorting, whoosh.fields, whoosh.analysis"
 QUERY_SEED = 20160101
 
 
@@ -137,9 +134,7 @@ def child_build(params: dict[str, Any]) -> dict[str, Any]:
                 query_ms.append((time.perf_counter() - start) * 1000)
                 top_ids.append([hit["id"] for hit in results])
         ix.close()
-    warned = sorted(
-        {f"{w.category.__name__}: {w.message} ({Path(w.filename).name}:{w.lineno})" for w in caught}
-    )
+    warned = sorted({f"{w.category.__name__}: {w.message} ({Path(w.filename).name}:{w.lineno})" for w in caught})
     return {
         "build_s": build_s,
         "doc_count": doc_count,
@@ -408,10 +403,7 @@ def render(args: argparse.Namespace, results: dict[str, CandidateResult]) -> str
     )
     add(
         "Same artifacts on " + "/".join(versions),
-        [
-            "yes" if len({tuple(v) for v in r.installed.values()}) == 1 else "no"
-            for r in results.values()
-        ],
+        ["yes" if len({tuple(v) for v in r.installed.values()}) == 1 else "no" for r in results.values()],
     )
     add(
         "`pip check` " + " / ".join(versions),
@@ -426,10 +418,7 @@ def render(args: argparse.Namespace, results: dict[str, CandidateResult]) -> str
     base_build = statistics.median(base.build_s)
     add(
         f"Build s, median of {args.reps} (all reps)",
-        [
-            f"{statistics.median(r.build_s):.2f} ({', '.join(f'{s:.2f}' for s in r.build_s)})"
-            for r in results.values()
-        ],
+        [f"{statistics.median(r.build_s):.2f} ({', '.join(f'{s:.2f}' for s in r.build_s)})" for r in results.values()],
     )
     add(
         f"Build ratio vs {names[0]}",

@@ -35,13 +35,38 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
     found = invoke(runner, "search", "", "--json", "--index-dir", str(index_dir))
     assert found.exit_code == 0, found.output
     document = json.loads(found.stdout)
-    assert list(document) == ["query", "total", "page", "per_page", "pages", "took_ms", "results", "facets", "suggestion"]
+    assert list(document) == [
+        "query",
+        "total",
+        "page",
+        "per_page",
+        "pages",
+        "took_ms",
+        "results",
+        "facets",
+        "suggestion",
+    ]
     assert document["query"] == {
-        "q": "", "subject": [], "author": [], "year_from": None, "year_to": None,
-        "sort": "relevance", "page": 1, "per_page": 10,
+        "q": "",
+        "subject": [],
+        "author": [],
+        "year_from": None,
+        "year_to": None,
+        "sort": "relevance",
+        "page": 1,
+        "per_page": 10,
     }
     assert (document["total"], document["page"], document["per_page"], document["pages"]) == (28, 1, 10, 3)
-    assert list(document["results"][0]) == ["id", "title", "abstract", "year", "subjects", "authors", "score", "highlights"]
+    assert list(document["results"][0]) == [
+        "id",
+        "title",
+        "abstract",
+        "year",
+        "subjects",
+        "authors",
+        "score",
+        "highlights",
+    ]
     assert list(document["facets"]) == ["year", "subject", "author"]
     assert document["facets"]["author"] == [
         {"value": "Dheevatsa Mudigere", "count": 18, "selected": False},
@@ -57,8 +82,25 @@ def test_search_filters_and_human_output(runner, index_dir: Path) -> None:
     assert human.exit_code == 0
     assert "  1. Compositional Embeddings Using Complementary Partitions" in human.stdout
     assert "\nauthor: " in human.stdout and "Dheevatsa Mudigere (" in human.stdout
-    filtered = json.loads(invoke(runner, *args, "--json", "--subject", "cs.LG", "--author", "Maxim Naumov",
-                                 "--year-from", "2020", "--year-to", "2021", "--sort", "newest", "--per-page", "2").stdout)
+    filtered = json.loads(
+        invoke(
+            runner,
+            *args,
+            "--json",
+            "--subject",
+            "cs.LG",
+            "--author",
+            "Maxim Naumov",
+            "--year-from",
+            "2020",
+            "--year-to",
+            "2021",
+            "--sort",
+            "newest",
+            "--per-page",
+            "2",
+        ).stdout
+    )
     assert filtered["query"]["subject"] == ["cs.LG"] and filtered["query"]["sort"] == "newest"
     assert all(r["year"] in (2020, 2021) and "cs.LG" in r["subjects"] for r in filtered["results"])
     assert len(filtered["results"]) == 2 and filtered["pages"] == -(-filtered["total"] // 2)
@@ -105,12 +147,17 @@ def test_real_entry_point_second_rebuild_fails_fast(index_dir: Path, write) -> N
     page = write("p.txt", profile_page("Ada", [("arXiv2020", "T", "A.", "cs.LG↗")]))
     env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir)}
     holder = subprocess.Popen(
-        [os.sys.executable, "-c",
-         "import time; from searchsvc.backends.whoosh.generations import GenerationStore;"
-         "from pathlib import Path; import os;"
-         "lock = GenerationStore(Path(os.environ['SEARCHSVC_INDEX_DIR'])).rebuild_lock(); lock.__enter__();"
-         "print('locked', flush=True); time.sleep(60)"],
-        env=env, stdout=subprocess.PIPE, text=True,
+        [
+            os.sys.executable,
+            "-c",
+            "import time; from searchsvc.backends.whoosh.generations import GenerationStore;"
+            "from pathlib import Path; import os;"
+            "lock = GenerationStore(Path(os.environ['SEARCHSVC_INDEX_DIR'])).rebuild_lock(); lock.__enter__();"
+            "print('locked', flush=True); time.sleep(60)",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
@@ -129,7 +176,9 @@ def test_rebuild_indexes_all_acl_anthology_records(index_dir: Path) -> None:
     """The real entry point on a real 29,580-record collection (about a minute)."""
     built = subprocess.run(
         [SEARCHSVC, "rebuild", str(SHARED_ACL), "--index-dir", str(index_dir)],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert built.returncode == 0, built.stderr
     assert "29580 records read, 29580 papers indexed, 0 merged" in built.stdout

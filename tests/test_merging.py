@@ -66,7 +66,12 @@ def test_merge_fills_gaps_and_warns_on_conflicts() -> None:
         ],
         warnings.append,
     ).papers["p"]
-    assert (merged.year, merged.abstract, merged.authors, merged.subjects) == (2020, "Text.", ["A", "B"], ["cs.LG", "cs.IR"])
+    assert (merged.year, merged.abstract, merged.authors, merged.subjects) == (
+        2020,
+        "Text.",
+        ["A", "B"],
+        ["cs.LG", "cs.IR"],
+    )
     assert warnings == [
         "s.jsonl:3: id 'p' is also used by s.jsonl:1 for another title; keeping s.jsonl:1's",
         "s.jsonl:3: 'p' has year 2021, s.jsonl:1 says 2020; keeping 2020",
@@ -76,7 +81,7 @@ def test_merge_fills_gaps_and_warns_on_conflicts() -> None:
 def test_profile_and_jsonl_records_of_one_paper_merge(write) -> None:
     title = "Shared Paper: A Study"
     page = write("a.txt", profile_page("Ada", [("arXiv2020", title, "Abstract.", "cs.LG↗")]))
-    records = write("b.jsonl", f'{{"title": "shared paper - a study", "authors": ["Bob"], "year": 2020}}\n')
+    records = write("b.jsonl", '{"title": "shared paper - a study", "authors": ["Bob"], "year": 2020}\n')
     collection = merge_records(read_records(discover([page, records]), lambda m: None), lambda m: None)
     (paper,) = collection.papers.values()
     assert paper.authors == ["Ada", "Bob"] and paper.title == title

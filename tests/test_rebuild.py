@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import SEEDS, jsonl, profile_page, settings_for
 
-from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.backends.whoosh import indexing
+from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.errors import RebuildFailed, RebuildInProgress, SourceFormatError
 from searchsvc.rebuild import rebuild
@@ -46,7 +45,9 @@ def test_malformed_source_fails_and_previous_index_keeps_serving(backend: Whoosh
     before = backend.status()
     served = titles(backend)
     good = write("a.jsonl", jsonl([{"id": "n1", "title": "New Paper"}]))
-    bad = write("b.txt", profile_page("Ada", [("arXiv2020", "Fine", "A.", "cs.LG↗"), ("arXiv2021", "Broken", "cs.IR↗")]))
+    bad = write(
+        "b.txt", profile_page("Ada", [("arXiv2020", "Fine", "A.", "cs.LG↗"), ("arXiv2021", "Broken", "cs.IR↗")])
+    )
     with pytest.raises(SourceFormatError, match=r"b\.txt:\d+: record 'Broken' \(line \d+\) has no abstract"):
         rebuild(backend, [good, bad])
     assert backend.status() == before

@@ -20,7 +20,7 @@ def raw_seed_records() -> list[dict]:
     for path in sorted(SEEDS.glob("*.txt")):
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         person = lines[1]
-        for year, title, _abstract, subject in zip(*[iter(lines[4:])] * 4):
+        for year, title, _abstract, subject in zip(*[iter(lines[4:])] * 4, strict=True):
             records.append({"title": title, "year": int(year[5:]), "subject": subject.rstrip("↗"), "author": person})
     return records
 
@@ -41,16 +41,22 @@ def test_empty_query_lists_every_paper_newest_first_with_exact_facets(seed_backe
     assert facet_dict(result, "author") == dict(Counter(r["author"] for r in records))
     assert [v.value for v in result.facets["year"]] == sorted(facet_dict(result, "year"), reverse=True)
     subjects = result.facets["subject"]
-    assert [(v.value, v.count) for v in subjects] == sorted(((v.value, v.count) for v in subjects), key=lambda x: (-x[1], x[0]))
+    assert [(v.value, v.count) for v in subjects] == sorted(
+        ((v.value, v.count) for v in subjects), key=lambda x: (-x[1], x[0])
+    )
 
 
 def test_compositional_embeddings_ranks_its_paper_first(seed_backend: WhooshBackend) -> None:
     result = seed_backend.search(SearchRequest(q="compositional embeddings"))
     top = result.hits[0]
-    assert top.title == "Compositional Embeddings Using Complementary Partitions for Memory-Efficient Recommendation Systems"
+    assert (
+        top.title
+        == "Compositional Embeddings Using Complementary Partitions for Memory-Efficient Recommendation Systems"
+    )
     assert top.score is not None and all(top.score >= hit.score for hit in result.hits)
     assert top.highlights["title"] == (
-        "<mark>Compositional</mark> <mark>Embeddings</mark> Using Complementary Partitions for Memory-Efficient Recommendation Systems"
+        "<mark>Compositional</mark> <mark>Embeddings</mark> Using Complementary Partitions"
+        " for Memory-Efficient Recommendation Systems"
     )
     assert "<mark>embedding" in top.highlights["abstract"]
 
@@ -58,9 +64,19 @@ def test_compositional_embeddings_ranks_its_paper_first(seed_backend: WhooshBack
 @pytest.mark.parametrize(
     ("query", "expected_first"),
     [
-        ("checkpointing recommendation models", "Check-N-Run: A Checkpointing System for Training Deep Learning Recommendation Models"),
-        ("helix parallelism decoding", "Helix Parallelism: Rethinking Sharding Strategies for Interactive Multi-Million-Token LLM Decoding"),
-        ("Shampoo", "A Distributed Data-Parallel PyTorch Implementation of the Distributed Shampoo Optimizer for Training Neural Networks At-Scale"),
+        (
+            "checkpointing recommendation models",
+            "Check-N-Run: A Checkpointing System for Training Deep Learning Recommendation Models",
+        ),
+        (
+            "helix parallelism decoding",
+            "Helix Parallelism: Rethinking Sharding Strategies for Interactive Multi-Million-Token LLM Decoding",
+        ),
+        (
+            "Shampoo",
+            "A Distributed Data-Parallel PyTorch Implementation of the Distributed Shampoo Optimizer"
+            " for Training Neural Networks At-Scale",
+        ),
     ],
 )
 def test_keyword_queries_find_their_paper(seed_backend: WhooshBackend, query: str, expected_first: str) -> None:
@@ -80,11 +96,17 @@ def test_multi_select_facet_counts(seed_backend: WhooshBackend) -> None:
     selected = seed_backend.search(SearchRequest(subject=("cs.LG",)))
     assert facet_dict(selected, "subject") == facet_dict(unfiltered, "subject")
     assert {v.value: v.selected for v in selected.facets["subject"]} == {
-        "cs.LG": True, "cs.DC": False, "cs.IR": False, "cs.AR": False, "cs.NI": False
+        "cs.LG": True,
+        "cs.DC": False,
+        "cs.IR": False,
+        "cs.AR": False,
+        "cs.NI": False,
     }
     assert selected.total == 12
     # Other facets are narrowed by the subject filter.
-    lg_authors = Counter(a for hit in seed_backend.search(SearchRequest(subject=("cs.LG",), per_page=100)).hits for a in hit.authors)
+    lg_authors = Counter(
+        a for hit in seed_backend.search(SearchRequest(subject=("cs.LG",), per_page=100)).hits for a in hit.authors
+    )
     assert facet_dict(selected, "author") == dict(lg_authors)
     # A second subject adds its papers (values within a facet are OR-ed).
     both = seed_backend.search(SearchRequest(subject=("cs.LG", "cs.NI")))
@@ -110,7 +132,9 @@ def test_filters_are_case_and_accent_insensitive_and_unknown_values_listed(seed_
 
 
 def test_selected_value_listed_beyond_the_facet_limit_and_at_zero(tmp_path: Path, write) -> None:
-    records = [{"id": str(i), "title": f"Paper {i}", "authors": [f"Author {i:02}"], "categories": ["cs.LG"]} for i in range(15)]
+    records = [
+        {"id": str(i), "title": f"Paper {i}", "authors": [f"Author {i:02}"], "categories": ["cs.LG"]} for i in range(15)
+    ]
     records.append({"id": "x", "title": "Other", "authors": ["Author 14"], "categories": ["cs.IR"]})
     backend = WhooshBackend(settings_for(tmp_path / "ix", facet_limit=3))
     rebuild(backend, [write("r.jsonl", jsonl(records))])
@@ -140,7 +164,9 @@ def test_pagination_with_total_an_exact_multiple_of_per_page(seed_backend: Whoos
 
 def test_relevance_pages_are_stable_and_ties_go_to_newer(seed_backend: WhooshBackend) -> None:
     whole = seed_backend.search(SearchRequest(q="training", per_page=100)).hits
-    paged = [hit for n in range(1, 5) for hit in seed_backend.search(SearchRequest(q="training", page=n, per_page=3)).hits]
+    paged = [
+        hit for n in range(1, 5) for hit in seed_backend.search(SearchRequest(q="training", page=n, per_page=3)).hits
+    ]
     assert [h.id for h in paged] == [h.id for h in whole[:12]]
     keys = [(-h.score, -(h.year or 0)) for h in whole]
     assert keys == sorted(keys)
@@ -157,11 +183,21 @@ def test_sort_orders(seed_backend: WhooshBackend) -> None:
 
 def test_undated_papers_sort_last_both_ways(tmp_path: Path, write) -> None:
     backend = WhooshBackend(settings_for(tmp_path / "ix"))
-    rebuild(backend, [write("r.jsonl", jsonl([
-        {"id": "a", "title": "Alpha", "year": None},
-        {"id": "b", "title": "Beta", "year": 2001},
-        {"id": "c", "title": "Gamma", "year": 1999},
-    ]))])
+    rebuild(
+        backend,
+        [
+            write(
+                "r.jsonl",
+                jsonl(
+                    [
+                        {"id": "a", "title": "Alpha", "year": None},
+                        {"id": "b", "title": "Beta", "year": 2001},
+                        {"id": "c", "title": "Gamma", "year": 1999},
+                    ]
+                ),
+            )
+        ],
+    )
     assert [h.id for h in backend.search(SearchRequest(sort="newest")).hits] == ["b", "c", "a"]
     assert [h.id for h in backend.search(SearchRequest(sort="oldest")).hits] == ["c", "b", "a"]
 
@@ -169,7 +205,10 @@ def test_undated_papers_sort_last_both_ways(tmp_path: Path, write) -> None:
 def test_stored_markup_is_escaped_in_highlights(tmp_path: Path, write) -> None:
     backend = WhooshBackend(settings_for(tmp_path / "ix"))
     title = '<script>alert("x")</script> Graph <b>neural</b> networks & "quotes"'
-    rebuild(backend, [write("r.jsonl", jsonl([{"id": "x", "title": title, "abstract": "<img src=x onerror=alert(1)> graph"}]))])
+    rebuild(
+        backend,
+        [write("r.jsonl", jsonl([{"id": "x", "title": title, "abstract": "<img src=x onerror=alert(1)> graph"}]))],
+    )
     hit = backend.search(SearchRequest(q="graph")).hits[0]
     assert hit.title == title  # the stored value itself is returned as data
     assert hit.highlights["title"] == (

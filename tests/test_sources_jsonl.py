@@ -96,6 +96,6 @@ def test_reads_the_first_shared_acl_records() -> None:
     first = [next(records) for _ in range(200)]
     records.close()
     with SHARED_ACL.open(encoding="utf-8") as stream:
-        raw = [json.loads(line) for line, _ in zip(stream, range(200))]
+        raw = [json.loads(line) for line, _ in zip(stream, range(200), strict=False)]
     assert [p.id for p in first] == [r["id"] for r in raw]
     assert [p.year for p in first] == [r["year"] for r in raw]

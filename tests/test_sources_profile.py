@@ -75,7 +75,8 @@ def _line_of(path: Path, text: str) -> int:
 def test_missing_abstract_names_file_and_line(write) -> None:
     path = write("p.txt", profile_page("Ada", [GOOD, ("arXiv2020", "No Abstract Here", "cs.IR↗"), GOOD]))
     error = _error(path)
-    assert str(error) == f"{path}:{_line_of(path, 'cs.IR↗')}: record 'No Abstract Here' (line {_line_of(path, 'No Abstract Here')}) has no abstract"
+    title_line, subject_line = _line_of(path, "No Abstract Here"), _line_of(path, "cs.IR↗")
+    assert str(error) == f"{path}:{subject_line}: record 'No Abstract Here' (line {title_line}) has no abstract"
     assert (error.path, error.line) == (str(path), _line_of(path, "cs.IR↗"))
 
 

@@ -27,8 +27,9 @@ def discover(paths: Iterable[Path]) -> list[Path]:
         elif path.is_file():
             if path.suffix not in READERS:
                 raise SourceFormatError(
-                    str(path), 1, f"unsupported source format {path.suffix or '(none)'!r}: expected "
-                    + " or ".join(sorted(READERS))
+                    str(path),
+                    1,
+                    f"unsupported source format {path.suffix or '(none)'!r}: expected " + " or ".join(sorted(READERS)),
                 )
             found.add(path)
         else:

@@ -137,8 +137,7 @@ def _read_record(path: Path, lines: _Lines, author: str) -> Paper:
         raise SourceFormatError(
             where,
             subjects[0] if subjects else abstract[0],
-            f"{record} has no subject line such as 'cs.LG↗'"
-            + (f", found {_preview(subjects[1])}" if subjects else ""),
+            f"{record} has no subject line such as 'cs.LG↗'" + (f", found {_preview(subjects[1])}" if subjects else ""),
         )
     lines.take()
 

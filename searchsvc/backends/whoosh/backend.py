@@ -118,13 +118,12 @@ class WhooshBackend:
         """The requested page as (docnum, score); relevance ties go to the newer paper, then the id."""
         if query is None or request.sort != "relevance":
             ranks = gen.oldest_rank if request.sort == "oldest" else gen.newest_rank
-            top = heapq.nsmallest(request.end, allowed, key=ranks.__getitem__)
-            return [(docnum, None) for docnum in top[request.start :]]
-        results = gen.searcher.search(query, filter=set(allowed), limit=None)
-        scored = [(score, docnum) for score, docnum in results.top_n]
+            page = heapq.nsmallest(request.end, allowed, key=ranks.__getitem__)[request.start :]
+            return [(docnum, None) for docnum in page]
         newest = gen.newest_rank
-        top = heapq.nsmallest(request.end, scored, key=lambda item: (-item[0], newest[item[1]]))
-        return [(docnum, round(score, 4)) for score, docnum in top[request.start :]]
+        scored = gen.searcher.search(query, filter=set(allowed), limit=None).top_n
+        best = heapq.nsmallest(request.end, scored, key=lambda item: (-item[0], newest[item[1]]))
+        return [(docnum, round(score, 4)) for score, docnum in best[request.start :]]
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, terms: frozenset[str]) -> Hit:
         stored = gen.searcher.stored_fields(docnum)

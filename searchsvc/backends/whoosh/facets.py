@@ -39,7 +39,9 @@ class FacetIndex:
         year = self._facets["year"]
         years = None
         if request.year_from is not None or request.year_to is not None:
-            years = _union(docs for value, docs in zip(year.values, year.docs) if request.year_selected(int(value)))
+            years = _union(
+                docs for value, docs in zip(year.values, year.docs, strict=True) if request.year_selected(int(value))
+            )
         return {
             "year": years,
             "subject": self._value_filter("subject", request.subject),
@@ -110,7 +112,9 @@ def _load_facet(reader: IndexReader, field: str, size: int, numeric: bool) -> _F
     return _Facet(values, docs, [tuple(v) for v in of_doc], by_folded)
 
 
-def _listing(facet: _Facet, counted: Counter[int], selection: _Selection, limit: int, by_value: bool) -> list[FacetValue]:
+def _listing(
+    facet: _Facet, counted: Counter[int], selection: _Selection, limit: int, by_value: bool
+) -> list[FacetValue]:
     """The top `limit` values plus every listed selected one, in display order."""
 
     def order(index: int) -> tuple[int | str, ...]:
