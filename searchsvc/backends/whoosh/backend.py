@@ -14,6 +14,7 @@ from typing import Any
 from whoosh import index
 from whoosh.query import Query
 
+from searchsvc.backends.whoosh.facets import intersect
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.backends.whoosh.highlighting import highlight_abstract, highlight_title
 from searchsvc.backends.whoosh.indexing import write_index
@@ -99,9 +100,7 @@ class WhooshBackend:
         query = parse_query(gen.parser, request.q) if request.q else None
         matched = gen.all_docs if query is None else frozenset(gen.searcher.docs_for_query(query))
         filters = gen.facets.filters(request)
-        allowed = matched
-        for docs in sorted((f for f in filters.values() if f is not None), key=len):
-            allowed = allowed & docs
+        allowed = intersect(matched, filters.values())
         ranked = self._rank(gen, query, allowed, request)
         terms = highlight_terms(query) if query is not None else frozenset()
         return SearchResult(
