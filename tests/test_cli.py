@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +190,35 @@ def test_rebuild_indexes_all_acl_anthology_records(index_dir: Path) -> None:
     document = json.loads(found.stdout)
     assert document["total"] == 29580
     assert sum(v["count"] for v in document["facets"]["year"]) == 29580
+
+
+def test_rebuild_killed_half_way_leaves_previous_index_and_no_stale_state(index_dir: Path, tmp_path: Path) -> None:
+    """SIGKILL a real rebuild mid-build: the old index serves, the next rebuild runs and cleans up."""
+    env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir)}
+    subprocess.run([SEARCHSVC, "rebuild", str(SEEDS)], env=env, check=True, capture_output=True)
+    before = json.loads(subprocess.run([SEARCHSVC, "status"], env=env, capture_output=True, text=True).stdout)
+    big = tmp_path / "big.jsonl"
+    with SHARED_ACL.open(encoding="utf-8") as source:
+        big.write_text("".join(line for line, _ in zip(source, range(5000), strict=False)), encoding="utf-8")
+
+    generations = index_dir / "generations"
+    with subprocess.Popen([SEARCHSVC, "rebuild", str(big)], env=env, stderr=subprocess.DEVNULL) as victim:
+        deadline = time.monotonic() + 60
+        while len(os.listdir(generations)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)  # well inside a build of 5,000 records (several seconds)
+        victim.send_signal(signal.SIGKILL)
+    assert victim.returncode == -signal.SIGKILL
+    partial = set(os.listdir(generations)) - {before["generation"]}
+    assert len(partial) == 1 and not (generations / partial.pop() / "manifest.json").exists()
+
+    status = json.loads(subprocess.run([SEARCHSVC, "status"], env=env, capture_output=True, text=True).stdout)
+    assert status == before
+    found = subprocess.run([SEARCHSVC, "search", "", "--json"], env=env, capture_output=True, text=True)
+    assert json.loads(found.stdout)["total"] == 28
+
+    again = subprocess.run([SEARCHSVC, "rebuild", str(SEEDS)], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr  # no stale lock
+    assert os.listdir(generations) == [
+        json.loads(subprocess.run([SEARCHSVC, "status"], env=env, capture_output=True, text=True).stdout)["generation"]
+    ]

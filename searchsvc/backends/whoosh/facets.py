@@ -1,13 +1,14 @@
-"""Facet filters and counts from per-generation arrays, built once from the facet postings.
+"""Facet filters and counts from per-generation arrays, built once from the facet columns.
 
 Whoosh's own multi-valued facets rebuild per-document value lists on every query (over a
 second per query on the 29,580 ACL records, see docs/decisions.md); a generation never
-changes, so this reads each facet field's postings once when the generation is opened and
-counts in Python.
+changes, so this reads each facet's column once when the generation is opened and counts in
+Python.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from itertools import chain
 
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.schema import FACET_FIELDS
+from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.papers import fold
 from searchsvc.search import FACETS, FacetValue, SearchRequest
 
@@ -32,8 +33,7 @@ class FacetIndex:
     """Which documents carry which facet values, for one immutable generation."""
 
     def __init__(self, reader: IndexReader) -> None:
-        size = reader.doc_count_all()
-        self._facets = {name: _load_facet(reader, field, size, name == "year") for name, field in FACET_FIELDS.items()}
+        self._facets = {name: _load_facet(reader, column) for name, column in FACET_COLUMNS.items()}
 
     def filters(self, request: SearchRequest) -> dict[str, frozenset[int] | None]:
         """Per facet, the documents its filter allows (None: that facet is not filtered)."""
@@ -97,19 +97,25 @@ class _Selection:
     unknown: list[str]  # selected values the index does not hold, listed at count 0
 
 
-def _load_facet(reader: IndexReader, field: str, size: int, numeric: bool) -> _Facet:
+def _load_facet(reader: IndexReader, column: str) -> _Facet:
     values: list[str | int] = []
-    docs: list[frozenset[int]] = []
-    of_doc: list[list[int]] = [[] for _ in range(size)]
-    for index, term in enumerate(reader.lexicon(field)):
-        text = term.decode("utf-8")
-        values.append(int(text) if numeric else text)
-        ids = frozenset(reader.postings(field, term).all_ids())
-        docs.append(ids)
-        for docnum in ids:
-            of_doc[docnum].append(index)
+    index_of: dict[str | int, int] = {}
+    of_doc: list[tuple[int, ...]] = []
+    for raw in reader.column_reader(column):
+        indices = []
+        for value in json.loads(raw):
+            index = index_of.get(value)
+            if index is None:
+                index = index_of[value] = len(values)
+                values.append(value)
+            indices.append(index)
+        of_doc.append(tuple(indices))
+    docs: list[list[int]] = [[] for _ in values]
+    for docnum, indices in enumerate(of_doc):
+        for index in indices:
+            docs[index].append(docnum)
     by_folded = {fold(str(value)): i for i, value in enumerate(values)}
-    return _Facet(values, docs, [tuple(v) for v in of_doc], by_folded)
+    return _Facet(values, [frozenset(d) for d in docs], of_doc, by_folded)
 
 
 def _listing(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -35,9 +36,9 @@ def write_index(directory: Path, papers: Sequence[Paper], memory_mb: int, progre
                 year=paper.year,
                 subjects=paper.subjects,
                 authors=paper.authors,
-                facet_year=[str(paper.year)] if paper.year is not None else [],
-                facet_subject=paper.subjects,
-                facet_author=paper.authors,
+                facet_year=_column_list([] if paper.year is None else [paper.year]),
+                facet_subject=_column_list(paper.subjects),
+                facet_author=_column_list(paper.authors),
                 **{NEWEST_RANK: newest_rank[i], OLDEST_RANK: oldest_rank[i]},
             )
             progress(1)
@@ -47,6 +48,10 @@ def write_index(directory: Path, papers: Sequence[Paper], memory_mb: int, progre
         raise
     finally:
         ix.close()
+
+
+def _column_list(values: list[str] | list[int]) -> bytes:
+    return json.dumps(values, ensure_ascii=False).encode("utf-8")
 
 
 def _ranks(order: list[int]) -> list[int]:

@@ -10,7 +10,7 @@ from whoosh.analysis import (
     StemFilter,
     StopFilter,
 )
-from whoosh.columns import NumericColumn
+from whoosh.columns import NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, STORED, TEXT, Schema
 from whoosh.support.charset import accent_map
 
@@ -18,14 +18,15 @@ from whoosh.support.charset import accent_map
 SEARCH_FIELDS = ("title", "abstract")
 FIELD_BOOSTS = {"title": 2.0, "abstract": 1.0}
 
-# Facet name → the untokenised field holding its exact values, one term per value.
-FACET_FIELDS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author"}
+# Facet name → the column holding each paper's exact values (a JSON list, so any
+# character, commas included, can be part of a value).
+FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author"}
 
 # Columns holding each paper's position in the two date orders (ties broken by id).
 NEWEST_RANK = "newest_rank"
 OLDEST_RANK = "oldest_rank"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def text_analyzer() -> Analyzer:
@@ -47,9 +48,9 @@ def build_schema() -> Schema:
         year=STORED(),
         subjects=STORED(),
         authors=STORED(),
-        facet_year=ID(),
-        facet_subject=ID(),
-        facet_author=ID(),
+        facet_year=COLUMN(VarBytesColumn()),
+        facet_subject=COLUMN(VarBytesColumn()),
+        facet_author=COLUMN(VarBytesColumn()),
         newest_rank=COLUMN(NumericColumn("I")),
         oldest_rank=COLUMN(NumericColumn("I")),
     )
