@@ -41,7 +41,7 @@ class _Group(click.Group):
             for field, messages in exc.details.items():
                 click.echo(f"error: --{field.replace('_', '-')}: {' '.join(messages)}", err=True)
             sys.exit(_EXIT_INVALID_USAGE)
-        except SearchsvcError as exc:
+        except (SearchsvcError, OSError) as exc:  # OSError: the disk, permissions, a path that is a file
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
 
@@ -77,9 +77,10 @@ def rebuild_command(sources: tuple[Path, ...], index_dir: Path | None) -> None:
 
 
 @contextmanager
-def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
-    """A bar on a terminal; nothing otherwise (the summary line follows either way)."""
-    with tqdm(total=total, desc="indexing", unit=" papers", disable=None, file=sys.stderr, leave=False) as bar:
+def _progress_bar(phase: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A bar (a counter while the total is unknown) on a terminal; nothing otherwise."""
+    unit = " records" if total is None else " papers"
+    with tqdm(total=total, desc=phase, unit=unit, disable=None, file=sys.stderr, leave=False) as bar:
         yield bar.update
 
 

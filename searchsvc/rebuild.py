@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from searchsvc.backends import Backend
 from searchsvc.errors import SearchsvcError
 from searchsvc.merging import merge_records
 from searchsvc.sources import discover, read_records
 
-# Given the number of papers to index, returns a context manager yielding an advance(n) callable.
-ProgressFactory = Callable[[int], AbstractContextManager[Callable[[int], None]]]
+T = TypeVar("T")
+
+# Given a phase ("reading", "indexing") and its total if known, returns a context manager
+# yielding an advance(n) callable.
+ProgressFactory = Callable[[str, int | None], AbstractContextManager[Callable[[int], None]]]
 
 
-def no_progress(total: int) -> AbstractContextManager[Callable[[int], None]]:
+def no_progress(phase: str, total: int | None) -> AbstractContextManager[Callable[[int], None]]:
     return nullcontext(lambda n: None)
 
 
@@ -62,9 +66,10 @@ def rebuild(
         if not files:
             where = ", ".join(str(s) for s in sources) or "(none given)"
             raise SearchsvcError(f"no source files (*.txt profile pages, *.jsonl records) in {where}")
-        collection = merge_records(read_records(files, note), note)
+        with progress("reading", None) as advance:
+            collection = merge_records(_counted(read_records(files, note), advance), note)
         names = [str(path) for path in files]
-        with progress(len(collection.papers)) as advance:
+        with progress("indexing", len(collection.papers)) as advance:
             generation = backend.build(collection, advance, {"sources": names})
     return RebuildReport(
         files=names,
@@ -75,3 +80,9 @@ def rebuild(
         seconds=time.monotonic() - started,
         warnings=warnings,
     )
+
+
+def _counted(items: Iterable[T], advance: Callable[[int], None]) -> Iterator[T]:
+    for item in items:
+        yield item
+        advance(1)

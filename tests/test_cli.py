@@ -222,3 +222,10 @@ def test_rebuild_killed_half_way_leaves_previous_index_and_no_stale_state(index_
     assert os.listdir(generations) == [
         json.loads(subprocess.run([SEARCHSVC, "status"], env=env, capture_output=True, text=True).stdout)["generation"]
     ]
+
+
+def test_operating_system_errors_are_one_clear_line(runner, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    result = invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(tmp_path / "a-file" / "index"))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: [Errno 20] Not a directory:")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,19 @@ def test_serving_backend_keeps_its_generation_until_it_switches(backend: WhooshB
     titles(backend)  # next request: switches to generation 2 and releases generation 1
     rebuild(rebuilder, [SEEDS])
     assert first not in os.listdir(store.generations)
+
+
+def test_progress_is_reported_for_reading_and_indexing(tmp_path: Path) -> None:
+    seen: dict[str, list] = {}
+
+    @contextmanager
+    def record(phase: str, total: int | None):
+        seen[phase] = [total, 0]
+
+        def advance(n: int) -> None:
+            seen[phase][1] += n
+
+        yield advance
+
+    rebuild(WhooshBackend(settings_for(tmp_path / "index")), [SEEDS], progress=record)
+    assert seen == {"reading": [None, 36], "indexing": [28, 28]}

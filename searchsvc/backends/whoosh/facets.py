@@ -102,14 +102,14 @@ def _load_facet(reader: IndexReader, column: str) -> _Facet:
     index_of: dict[str | int, int] = {}
     of_doc: list[tuple[int, ...]] = []
     for raw in reader.column_reader(column):
-        indices = []
+        found = []
         for value in json.loads(raw):
             index = index_of.get(value)
             if index is None:
                 index = index_of[value] = len(values)
                 values.append(value)
-            indices.append(index)
-        of_doc.append(tuple(indices))
+            found.append(index)
+        of_doc.append(tuple(found))
     docs: list[list[int]] = [[] for _ in values]
     for docnum, indices in enumerate(of_doc):
         for index in indices:
