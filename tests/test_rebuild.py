@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from conftest import SEEDS, jsonl, profile_page, settings_for
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.backends.whoosh.generations import GenerationStore
-from searchsvc.errors import RebuildFailed, RebuildInProgress, SourceFormatError
+from searchsvc.errors import IndexUnavailable, RebuildFailed, RebuildInProgress, SourceFormatError
 from searchsvc.rebuild import rebuild
 from searchsvc.search import SearchRequest
 
@@ -149,8 +150,6 @@ def test_running_backend_switches_to_a_new_generation(backend: WhooshBackend, tm
 
 
 def test_search_without_a_published_index(tmp_path: Path) -> None:
-    from searchsvc.errors import IndexUnavailable
-
     backend = WhooshBackend(settings_for(tmp_path / "empty"))
     with pytest.raises(IndexUnavailable, match="no index is published in .*empty: run `searchsvc rebuild`"):
         backend.search(SearchRequest())
@@ -183,3 +182,26 @@ def test_progress_is_reported_for_reading_and_indexing(tmp_path: Path) -> None:
 
     rebuild(WhooshBackend(settings_for(tmp_path / "index")), [SEEDS], progress=record)
     assert seen == {"reading": [None, 36], "indexing": [28, 28]}
+
+
+# Whoosh leaves the file handle of a compound segment it fails to parse for the garbage collector.
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+def test_damaged_generation_is_reported_not_crashed_on(backend: WhooshBackend) -> None:
+    generation = backend.store.generations / backend.store.current_name()
+    for segment in generation.glob("*.seg"):
+        with segment.open("r+b") as stream:
+            stream.truncate(segment.stat().st_size // 2)
+    fresh = WhooshBackend(settings_for(backend.settings.index_dir))
+    with pytest.raises(IndexUnavailable, match=rf"cannot open index generation {generation.name}: "):
+        fresh.search(SearchRequest())
+    rebuild(fresh, [SEEDS])  # a successful rebuild recovers without a restart
+    assert fresh.search(SearchRequest()).total == 28
+
+
+def test_index_built_by_another_schema_version_asks_for_a_rebuild(backend: WhooshBackend) -> None:
+    manifest_path = backend.store.generations / backend.store.current_name() / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps(dict(manifest, schema_version=manifest["schema_version"] - 1)))
+    fresh = WhooshBackend(settings_for(backend.settings.index_dir))
+    with pytest.raises(IndexUnavailable, match=r"built with schema version \d+, .* run `searchsvc rebuild`"):
+        fresh.search(SearchRequest())

@@ -24,6 +24,7 @@ class _Invalid(Exception):
 
 def read_jsonl(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     """Yield one paper per non-blank line, failing on the first malformed one."""
+    where = str(path)
     found = 0
     last = 1
     for number, text in numbered_lines(path):
@@ -31,14 +32,14 @@ def read_jsonl(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
         if not text.strip():
             continue
         try:
-            yield _paper(json.loads(text), SourceLocation(str(path), number))
+            yield _paper(json.loads(text), SourceLocation(where, number))
         except json.JSONDecodeError as exc:
-            raise SourceFormatError(str(path), number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            raise SourceFormatError(where, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
         except _Invalid as exc:
-            raise SourceFormatError(str(path), number, str(exc)) from None
+            raise SourceFormatError(where, number, str(exc)) from None
         found += 1
     if found == 0:
-        raise SourceFormatError(str(path), last, "file has no records")
+        raise SourceFormatError(where, last, "file has no records")
 
 
 def _paper(obj: Any, where: SourceLocation) -> Paper:

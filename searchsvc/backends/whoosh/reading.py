@@ -14,7 +14,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.querying import make_parser
-from searchsvc.backends.whoosh.schema import NEWEST_RANK, OLDEST_RANK
+from searchsvc.backends.whoosh.schema import NEWEST_RANK, OLDEST_RANK, SCHEMA_VERSION
 from searchsvc.errors import IndexUnavailable
 
 
@@ -29,6 +29,13 @@ class OpenGeneration:
         self.path: Path = hold.path
         self.manifest: dict[str, Any] = hold.manifest
         self.stamp: PointerStamp | None = hold.stamp
+        built_with = hold.manifest.get("schema_version")
+        if built_with != SCHEMA_VERSION:
+            hold.release()
+            raise IndexUnavailable(
+                f"the published index was built with schema version {built_with}, this version of searchsvc "
+                f"reads version {SCHEMA_VERSION}: run `searchsvc rebuild`"
+            )
         try:
             ix = index.open_dir(str(hold.path))
             self.searcher: Searcher = ix.searcher()
@@ -36,13 +43,15 @@ class OpenGeneration:
             hold.release()
             raise IndexUnavailable(f"cannot open index generation {hold.path.name}: {exc}") from exc
         weakref.finalize(self, _close, self.searcher, hold)
-        reader = self.searcher.reader()
-        self.schema = ix.schema
-        self.parser: QueryParser = make_parser(ix.schema)
-        self.all_docs = frozenset(reader.all_doc_ids())
-        self.facets = FacetIndex(reader)
-        self.newest_rank = list(reader.column_reader(NEWEST_RANK))
-        self.oldest_rank = list(reader.column_reader(OLDEST_RANK))
+        try:
+            reader = self.searcher.reader()
+            self.parser: QueryParser = make_parser(ix.schema)
+            self.all_docs = frozenset(reader.all_doc_ids())
+            self.facets = FacetIndex(reader)
+            self.newest_rank = list(reader.column_reader(NEWEST_RANK))
+            self.oldest_rank = list(reader.column_reader(OLDEST_RANK))
+        except Exception as exc:
+            raise IndexUnavailable(f"cannot read index generation {hold.path.name}: {exc}") from exc
 
 
 def _close(searcher: Searcher, hold: GenerationHold) -> None:
