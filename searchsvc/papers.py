@@ -7,7 +7,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_NON_WORD = re.compile(r"[\W_]+")
+_NON_SLUG = re.compile(r"[^0-9a-z]+")
 _SLUG_MAX_CHARS = 60
 
 
@@ -42,8 +43,11 @@ def fold(text: str) -> str:
 
 
 def normalise_title(title: str) -> str:
-    """The title reduced to lowercase ASCII words, so trivial variants compare equal."""
-    return " ".join(_NON_ALNUM.sub(" ", fold(title)).split())
+    """The title's words, case- and accent-folded, so trivial variants compare equal.
+
+    Letters of every script are kept: a title in Chinese or Greek must not normalise to ''.
+    """
+    return " ".join(_NON_WORD.sub(" ", fold(title)).split())
 
 
 def paper_id_for_title(title: str) -> str:
@@ -54,5 +58,5 @@ def paper_id_for_title(title: str) -> str:
     """
     normalised = normalise_title(title)
     digest = hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:10]
-    slug = normalised.replace(" ", "-")[:_SLUG_MAX_CHARS].rstrip("-")
+    slug = _NON_SLUG.sub("-", normalised).strip("-")[:_SLUG_MAX_CHARS].rstrip("-")
     return f"{slug}-{digest}" if slug else digest

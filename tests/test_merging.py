@@ -47,6 +47,13 @@ def test_ids_are_stable_across_source_order_and_rebuilds() -> None:
     assert paper_id_for_title("Café Society") == paper_id_for_title("Cafe society")
 
 
+def test_titles_in_any_script_get_distinct_ids() -> None:
+    ids = {paper_id_for_title(t) for t in ("深度学习", "机器翻译", "Μηχανική μάθηση", "Машинное обучение")}
+    assert len(ids) == 4
+    assert paper_id_for_title("BERT: 深度学习").startswith("bert-")
+    assert paper_id_for_title("Машинное обучение") == paper_id_for_title("МАШИННОЕ  обучение!")
+
+
 def test_ids_differ_for_titles_sharing_a_long_prefix() -> None:
     prefix = "a " * 40
     assert paper_id_for_title(prefix + "one") != paper_id_for_title(prefix + "two")
