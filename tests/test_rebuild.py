@@ -63,7 +63,7 @@ def test_build_failing_half_way_leaves_previous_index(backend: WhooshBackend, mo
     real_write = indexing.write_index
 
     def write_then_fail(directory, papers, memory_mb, progress):
-        real_write(directory, papers[:5], memory_mb, progress)
+        real_write(directory, list(papers)[:5], memory_mb, progress)
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("searchsvc.backends.whoosh.backend.write_index", write_then_fail)
@@ -79,7 +79,7 @@ def test_generation_failing_its_check_is_not_published(backend: WhooshBackend, m
     real_write = indexing.write_index
     monkeypatch.setattr(
         "searchsvc.backends.whoosh.backend.write_index",
-        lambda directory, papers, memory_mb, progress: real_write(directory, papers[1:], memory_mb, progress),
+        lambda directory, papers, memory_mb, progress: real_write(directory, list(papers)[1:], memory_mb, progress),
     )
     with pytest.raises(RebuildFailed, match="new generation holds 27 papers, expected 28; not published"):
         rebuild(backend, [SEEDS])

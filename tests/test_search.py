@@ -235,3 +235,21 @@ def test_request_validation_names_each_bad_field(seed_backend: WhooshBackend) ->
         parse_search_request({"year_from": "2020", "year_to": "2019"}, settings)
     assert caught.value.details == {"year_to": ["Must not be before year_from (2020)."]}
     assert parse_search_request({"q": "  x  ", "subject": ["a", "a"]}, settings) == SearchRequest(q="x", subject=("a",))
+
+
+def test_equal_scores_go_to_the_newer_paper_then_the_smaller_id(tmp_path: Path, write) -> None:
+    same = {"title": "Graph neural networks", "abstract": "Message passing."}
+    records = [
+        {"id": "c", "year": 2019, **same},
+        {"id": "b", "year": 2021, **same},
+        {"id": "d", "year": None, **same},
+        {"id": "a", "year": 2021, **same},
+        {"id": "e", "year": 2020, **same},
+    ]
+    backend = WhooshBackend(settings_for(tmp_path / "ix"))
+    rebuild(backend, [write("r.jsonl", jsonl(records))])
+    hits = backend.search(SearchRequest(q="graph networks")).hits
+    assert len({hit.score for hit in hits}) == 1  # a genuine tie
+    assert [hit.id for hit in hits] == ["a", "b", "e", "c", "d"]
+    paged = [h.id for n in (1, 2, 3) for h in backend.search(SearchRequest(q="graph networks", page=n, per_page=2)).hits]
+    assert paged == ["a", "b", "e", "c", "d"]

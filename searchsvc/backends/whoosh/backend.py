@@ -23,7 +23,6 @@ from searchsvc.backends.whoosh.reading import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, text_analyzer
 from searchsvc.errors import RebuildFailed
 from searchsvc.merging import Collection
-from searchsvc.papers import Paper
 from searchsvc.search import Hit, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
@@ -54,18 +53,17 @@ class WhooshBackend:
         Nothing is published unless the new generation opens and holds every paper, so a
         failure at any point leaves the previous generation serving untouched.
         """
-        papers = list(collection.papers.values())
         generation = self.store.new_generation()
         try:
-            write_index(generation, papers, self.settings.build_memory_mb, progress)
-            self._check(generation, papers)
+            write_index(generation, collection.papers.values(), self.settings.build_memory_mb, progress)
+            self._check(generation, len(collection.papers))
             self.store.finish(
                 generation,
                 {
                     **provenance,
                     "engine": f"{ENGINE} {version(ENGINE)}",
                     "schema_version": SCHEMA_VERSION,
-                    "doc_count": len(papers),
+                    "doc_count": len(collection.papers),
                     "records": collection.records,
                     "merged": collection.merged,
                     "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -78,14 +76,14 @@ class WhooshBackend:
         self.store.prune()
         return generation.name
 
-    def _check(self, generation: Path, papers: list[Paper]) -> None:
+    def _check(self, generation: Path, expected: int) -> None:
         ix = index.open_dir(str(generation))
         try:
             found = ix.doc_count()
         finally:
             ix.close()
-        if found != len(papers):
-            raise RebuildFailed(f"new generation holds {found} papers, expected {len(papers)}; not published")
+        if found != expected:
+            raise RebuildFailed(f"new generation holds {found} papers, expected {expected}; not published")
 
     # Reading --------------------------------------------------------------------
 
@@ -101,7 +99,7 @@ class WhooshBackend:
         matched = gen.all_docs if query is None else frozenset(gen.searcher.docs_for_query(query))
         filters = gen.facets.filters(request)
         allowed = intersect(matched, filters.values())
-        ranked = self._rank(gen, query, allowed, request)
+        ranked = self._rank(gen, query, matched, allowed, request)
         terms = highlight_terms(query) if query is not None else frozenset()
         return SearchResult(
             request=request,
@@ -112,17 +110,25 @@ class WhooshBackend:
         )
 
     def _rank(
-        self, gen: OpenGeneration, query: Query | None, allowed: frozenset[int], request: SearchRequest
+        self,
+        gen: OpenGeneration,
+        query: Query | None,
+        matched: frozenset[int],
+        allowed: frozenset[int],
+        request: SearchRequest,
     ) -> list[tuple[int, float | None]]:
-        """The requested page as (docnum, score); relevance ties go to the newer paper, then the id."""
+        """The requested page as (docnum, score); relevance ties go to the newer paper, then the id.
+
+        Document numbers are in newest-first order (see indexing.write_index), and Whoosh's
+        top-N collector prefers the lower document number among equal scores.
+        """
         if query is None or request.sort != "relevance":
-            ranks = gen.oldest_rank if request.sort == "oldest" else gen.newest_rank
-            page = heapq.nsmallest(request.end, allowed, key=ranks.__getitem__)[request.start :]
+            key = gen.oldest_rank.__getitem__ if request.sort == "oldest" else None
+            page = heapq.nsmallest(request.end, allowed, key=key)[request.start :]
             return [(docnum, None) for docnum in page]
-        newest = gen.newest_rank
-        scored = gen.searcher.search(query, filter=set(allowed), limit=None).top_n
-        best = heapq.nsmallest(request.end, scored, key=lambda item: (-item[0], newest[item[1]]))
-        return [(docnum, round(score, 4)) for score, docnum in best[request.start :]]
+        narrowed = set(allowed) if len(allowed) < len(matched) else None
+        top = gen.searcher.search(query, filter=narrowed, limit=request.end).top_n[request.start :]
+        return [(docnum, round(score, 4)) for score, docnum in top]
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, terms: frozenset[str]) -> Hit:
         stored = gen.searcher.stored_fields(docnum)

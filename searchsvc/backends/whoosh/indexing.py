@@ -3,31 +3,38 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from whoosh import index
 
-from searchsvc.backends.whoosh.schema import NEWEST_RANK, OLDEST_RANK, build_schema
+from searchsvc.backends.whoosh.schema import OLDEST_RANK, build_schema
 from searchsvc.papers import Paper
 
 Progress = Callable[[int], None]
 
 
-def date_orders(papers: Sequence[Paper]) -> tuple[list[int], list[int]]:
-    """Each paper's rank newest-first and oldest-first; ties by id, undated papers last."""
-    newest = sorted(range(len(papers)), key=lambda i: (papers[i].year is None, -(papers[i].year or 0), papers[i].id))
-    oldest = sorted(range(len(papers)), key=lambda i: (papers[i].year is None, papers[i].year or 0, papers[i].id))
-    return _ranks(newest), _ranks(oldest)
+def newest_first(papers: Iterable[Paper]) -> list[Paper]:
+    """Papers newest first, ties by id, undated papers last: the order documents are written in."""
+    return sorted(papers, key=lambda p: (p.year is None, -(p.year or 0), p.id))
 
 
-def write_index(directory: Path, papers: Sequence[Paper], memory_mb: int, progress: Progress) -> None:
-    """Index `papers` into `directory` with one writer and one commit."""
-    newest_rank, oldest_rank = date_orders(papers)
+def write_index(directory: Path, papers: Iterable[Paper], memory_mb: int, progress: Progress) -> None:
+    """Index `papers` into `directory` with one writer and one commit.
+
+    Documents are written newest first, and one writer makes one segment, so document
+    numbers follow the newest-first order: Whoosh breaks score ties by the lower document
+    number, which makes relevance ties go to the newer paper, and sorting by newest is
+    sorting by document number. Only the oldest-first position needs a column.
+    """
+    ordered = newest_first(papers)
+    oldest_rank = _ranks(
+        sorted(range(len(ordered)), key=lambda i: (ordered[i].year is None, ordered[i].year or 0, ordered[i].id))
+    )
     ix = index.create_in(str(directory), build_schema())
     writer = ix.writer(limitmb=memory_mb)
     try:
-        for i, paper in enumerate(papers):
+        for paper, rank in zip(ordered, oldest_rank, strict=True):
             writer.add_document(
                 id=paper.id,
                 title=paper.title,
@@ -39,7 +46,7 @@ def write_index(directory: Path, papers: Sequence[Paper], memory_mb: int, progre
                 facet_year=_column_list([] if paper.year is None else [paper.year]),
                 facet_subject=_column_list(paper.subjects),
                 facet_author=_column_list(paper.authors),
-                **{NEWEST_RANK: newest_rank[i], OLDEST_RANK: oldest_rank[i]},
+                **{OLDEST_RANK: rank},
             )
             progress(1)
         writer.commit()

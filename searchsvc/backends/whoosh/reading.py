@@ -14,7 +14,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.querying import make_parser
-from searchsvc.backends.whoosh.schema import NEWEST_RANK, OLDEST_RANK, SCHEMA_VERSION
+from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
 from searchsvc.errors import IndexUnavailable
 
 
@@ -48,7 +48,6 @@ class OpenGeneration:
             self.parser: QueryParser = make_parser(ix.schema)
             self.all_docs = frozenset(reader.all_doc_ids())
             self.facets = FacetIndex(reader)
-            self.newest_rank = list(reader.column_reader(NEWEST_RANK))
             self.oldest_rank = list(reader.column_reader(OLDEST_RANK))
         except Exception as exc:
             raise IndexUnavailable(f"cannot read index generation {hold.path.name}: {exc}") from exc

@@ -22,11 +22,11 @@ FIELD_BOOSTS = {"title": 2.0, "abstract": 1.0}
 # character, commas included, can be part of a value).
 FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author"}
 
-# Columns holding each paper's position in the two date orders (ties broken by id).
-NEWEST_RANK = "newest_rank"
+# Column holding each paper's position oldest-first (ties by id). Newest-first is the
+# document order itself (see indexing.write_index).
 OLDEST_RANK = "oldest_rank"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def text_analyzer() -> Analyzer:
@@ -51,6 +51,5 @@ def build_schema() -> Schema:
         facet_year=COLUMN(VarBytesColumn()),
         facet_subject=COLUMN(VarBytesColumn()),
         facet_author=COLUMN(VarBytesColumn()),
-        newest_rank=COLUMN(NumericColumn("I")),
         oldest_rank=COLUMN(NumericColumn("I")),
     )
