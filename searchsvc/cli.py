@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -41,6 +42,10 @@ class _Group(click.Group):
             for field, messages in exc.details.items():
                 click.echo(f"error: --{field.replace('_', '-')}: {' '.join(messages)}", err=True)
             sys.exit(_EXIT_INVALID_USAGE)
+        except BrokenPipeError:
+            # Whoever read our output went away (`| head`): stop quietly, as Unix tools do.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except (SearchsvcError, OSError) as exc:  # OSError: the disk, permissions, a path that is a file
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)

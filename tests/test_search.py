@@ -251,5 +251,7 @@ def test_equal_scores_go_to_the_newer_paper_then_the_smaller_id(tmp_path: Path, 
     hits = backend.search(SearchRequest(q="graph networks")).hits
     assert len({hit.score for hit in hits}) == 1  # a genuine tie
     assert [hit.id for hit in hits] == ["a", "b", "e", "c", "d"]
-    paged = [h.id for n in (1, 2, 3) for h in backend.search(SearchRequest(q="graph networks", page=n, per_page=2)).hits]
+    paged = [
+        h.id for n in (1, 2, 3) for h in backend.search(SearchRequest(q="graph networks", page=n, per_page=2)).hits
+    ]
     assert paged == ["a", "b", "e", "c", "d"]
