@@ -89,6 +89,8 @@ def _progress_bar(phase: str, total: int | None) -> Iterator[Callable[[int], Non
         yield bar.update
 
 
+# Numbers are taken as text and validated by the shared request schema, so the command line
+# and the HTTP API reject bad values with the same messages.
 @main.command("search")
 @click.argument("query", default="")
 @click.option("--subject", multiple=True, help="Only papers in this subject (repeatable: any of them).")
