@@ -255,3 +255,23 @@ def test_equal_scores_go_to_the_newer_paper_then_the_smaller_id(tmp_path: Path, 
         h.id for n in (1, 2, 3) for h in backend.search(SearchRequest(q="graph networks", page=n, per_page=2)).hits
     ]
     assert paged == ["a", "b", "e", "c", "d"]
+
+
+def test_not_removes_papers_instead_of_adding_all_others(seed_backend: WhooshBackend) -> None:
+    def ids(q: str) -> set[str]:
+        return {hit.id for hit in seed_backend.search(SearchRequest(q=q, per_page=100)).hits}
+
+    everything = ids("")
+    embedding, compositional, training = ids("embedding"), ids("compositional"), ids("training")
+    assert compositional & embedding and compositional - embedding  # overlapping, neither contains the other
+    assert ids("embedding NOT compositional") == embedding - compositional
+    assert ids("NOT embedding") == everything - embedding
+    assert ids("NOT embedding NOT training") == everything - embedding - training
+    assert ids("training (embedding NOT compositional)") == training | (embedding - compositional)
+
+
+def test_phrase_matches_adjacent_words_only(seed_backend: WhooshBackend) -> None:
+    phrase = seed_backend.search(SearchRequest(q='"embedding tables"', per_page=100)).hits
+    words = seed_backend.search(SearchRequest(q="embedding tables", per_page=100)).hits
+    assert 0 < len(phrase) < len(words)
+    assert all("embedding table" in hit.abstract.lower() or "embedding table" in hit.title.lower() for hit in phrase)

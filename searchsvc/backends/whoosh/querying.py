@@ -7,9 +7,10 @@ are CPU bombs on a large index (see ../shared/WHOOSH-NOTES.md).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 
-from whoosh import qparser
+from whoosh import qparser, query
 from whoosh.fields import Schema
 from whoosh.query import Query
 
@@ -42,9 +43,33 @@ def make_parser(schema: Schema) -> qparser.QueryParser:
 def parse_query(parser: qparser.QueryParser, text: str) -> Query:
     """The query for `text`; the parser's crashes on pathological input become syntax errors."""
     try:
-        return parser.parse(text)
+        # Rewritten before Whoosh normalises: normalising flattens nested groups, which would
+        # lift a NOT out of its parentheses.
+        return _negations_exclude(parser.parse(text, normalize=False)).normalize()
     except (RecursionError, IndexError) as exc:
         raise QuerySyntaxError(f"the query is nested too deeply or malformed ({type(exc).__name__})") from None
+
+
+def _negations_exclude(q: Query) -> Query:
+    """Make `a b NOT c` mean (a OR b) AND NOT c, and `NOT a NOT b` mean neither a nor b.
+
+    With OR as the default group Whoosh reads them as `a OR b OR (NOT c)` and
+    `(NOT a) OR (NOT b)`, which add every paper lacking one word instead of removing the
+    papers that have it.
+    """
+    q = q.apply(_negations_exclude)
+    if not isinstance(q, query.Or):
+        return q
+    negated = [sub.query for sub in q.subqueries if isinstance(sub, query.Not)]
+    if not negated:
+        return q
+    excluded = query.Or(negated)
+    kept = [sub for sub in q.subqueries if not isinstance(sub, query.Not)]
+    if not kept:
+        return query.Not(excluded)
+    positive = copy.copy(q)
+    positive.subqueries = kept
+    return query.AndNot(positive, excluded)
 
 
 def highlight_terms(query: Query) -> frozenset[str]:
