@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SEEDS, jsonl, profile_page
+from conftest import SEEDS, SHARED_ACL, jsonl, process_holding_rebuild_lock, profile_page
 
 from searchsvc.cli import main
 
-SHARED_ACL = REPO.parent / "shared" / "data" / "acl-anthology-2016" / "corpus.jsonl"
 SEARCHSVC = shutil.which("searchsvc") or str(Path(os.sys.executable).with_name("searchsvc"))
 
 
@@ -148,26 +147,8 @@ def test_real_entry_point_second_rebuild_fails_fast(index_dir: Path, write) -> N
     """Two real processes: while one rebuild holds the lock, another exits 1 at once."""
     page = write("p.txt", profile_page("Ada", [("arXiv2020", "T", "A.", "cs.LG↗")]))
     env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir)}
-    holder = subprocess.Popen(
-        [
-            os.sys.executable,
-            "-c",
-            "import time; from searchsvc.backends.whoosh.generations import GenerationStore;"
-            "from pathlib import Path; import os;"
-            "lock = GenerationStore(Path(os.environ['SEARCHSVC_INDEX_DIR'])).rebuild_lock(); lock.__enter__();"
-            "print('locked', flush=True); time.sleep(60)",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with process_holding_rebuild_lock(index_dir) as holder:
         second = subprocess.run([SEARCHSVC, "rebuild", str(page)], env=env, capture_output=True, text=True, timeout=60)
-    finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()
     assert second.returncode == 1
     assert f"error: another rebuild of {index_dir} is running (pid {holder.pid})" in second.stderr
     third = subprocess.run([SEARCHSVC, "rebuild", str(page)], env=env, capture_output=True, text=True, timeout=60)

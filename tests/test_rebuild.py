@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import SEEDS, jsonl, profile_page, settings_for
+from conftest import SEEDS, jsonl, process_holding_rebuild_lock, profile_page, settings_for
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.backends.whoosh.generations import GenerationStore
@@ -96,28 +94,10 @@ def test_second_rebuild_fails_fast_while_one_holds_the_lock(backend: WhooshBacke
 def test_lock_of_a_killed_rebuild_does_not_block(tmp_path: Path) -> None:
     """flock dies with its process: a SIGKILLed holder leaves no stale lock behind."""
     store = GenerationStore(tmp_path / "index")
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from pathlib import Path;"
-            "from searchsvc.backends.whoosh.generations import GenerationStore;"
-            "lock = GenerationStore(Path(sys.argv[1])).rebuild_lock(); lock.__enter__();"
-            "print('locked', flush=True); time.sleep(60)",
-            str(store.root),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with process_holding_rebuild_lock(store.root) as holder:
         with pytest.raises(RebuildInProgress, match=rf"pid {holder.pid}"):
             with store.rebuild_lock():
                 pass
-    finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()
     with store.rebuild_lock():
         pass
 

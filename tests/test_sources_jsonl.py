@@ -4,13 +4,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import jsonl
+from conftest import SHARED_ACL, jsonl
 
 from searchsvc.errors import SourceFormatError
 from searchsvc.papers import paper_id_for_title
 from searchsvc.sources.jsonl import read_jsonl
-
-SHARED_ACL = Path(__file__).resolve().parents[2] / "shared" / "data" / "acl-anthology-2016" / "corpus.jsonl"
 
 RECORD = {
     "id": "2016.acl-1.1",

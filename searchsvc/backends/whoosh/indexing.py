@@ -14,9 +14,10 @@ from searchsvc.papers import Paper
 Progress = Callable[[int], None]
 
 
-def newest_first(papers: Iterable[Paper]) -> list[Paper]:
-    """Papers newest first, ties by id, undated papers last: the order documents are written in."""
-    return sorted(papers, key=lambda p: (p.year is None, -(p.year or 0), p.id))
+def date_key(paper: Paper, newest: bool) -> tuple[bool, int, str]:
+    """Sort key for newest- or oldest-first: undated papers last either way, ties by id."""
+    year = paper.year or 0
+    return (paper.year is None, -year if newest else year, paper.id)
 
 
 def write_index(directory: Path, papers: Iterable[Paper], memory_mb: int, progress: Progress) -> None:
@@ -27,10 +28,8 @@ def write_index(directory: Path, papers: Iterable[Paper], memory_mb: int, progre
     number, which makes relevance ties go to the newer paper, and sorting by newest is
     sorting by document number. Only the oldest-first position needs a column.
     """
-    ordered = newest_first(papers)
-    oldest_rank = _ranks(
-        sorted(range(len(ordered)), key=lambda i: (ordered[i].year is None, ordered[i].year or 0, ordered[i].id))
-    )
+    ordered = sorted(papers, key=lambda paper: date_key(paper, newest=True))
+    oldest_rank = _ranks(sorted(range(len(ordered)), key=lambda i: date_key(ordered[i], newest=False)))
     ix = index.create_in(str(directory), build_schema())
     writer = ix.writer(limitmb=memory_mb)
     try:
