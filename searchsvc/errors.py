@@ -41,9 +41,17 @@ class InvalidRequest(SearchsvcError):
 
 
 class QuerySyntaxError(SearchsvcError):
-    """A query string that clearly uses syntax but does not parse."""
+    """A query string that clearly uses syntax but does not parse; `details` gives the column."""
 
     code = "query_syntax"
+    label = "query syntax"
+
+
+class QueryTooBroad(QuerySyntaxError):
+    """A query whose wildcard would expand to more words than the configured limit."""
+
+    code = "query_too_broad"
+    label = "query too broad"
 
 
 class IndexUnavailable(SearchsvcError):

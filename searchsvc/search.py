@@ -82,3 +82,13 @@ class SearchResult:
     def pages(self) -> int:
         """Pages needed for `total`: never an empty last page, and 0 when nothing matched."""
         return math.ceil(self.total / self.request.per_page)
+
+
+@dataclass
+class FacetLookup:
+    """Values of one facet starting with a prefix, counted under the query and the other filters."""
+
+    name: str
+    prefix: str
+    values: list[FacetValue]
+    truncated: bool  # more values matched than were listed

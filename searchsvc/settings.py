@@ -41,6 +41,12 @@ class Settings:
     )
     facet_limit: int = _setting(10, "values listed per facet, so a long tail of authors does not bloat every response")
     max_filter_values: int = _setting(50, "values selectable per facet filter; each is a set union")
+    max_wildcard_terms: int = _setting(
+        300, "words one trailing wildcard may expand to; each is a posting list read, and `a*` would read most"
+    )
+    max_facet_prefix_length: int = _setting(100, "a facet value lookup prefix longer than any name is not a lookup")
+    related_papers: int = _setting(5, "papers listed as related to one paper")
+    max_export: int = _setting(1000, "papers in one export download: a reading list, not a copy of the index")
     build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment")
 
     def describe(self) -> list[tuple[str, Any, str]]:

@@ -6,27 +6,31 @@ import heapq
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from whoosh import index
-from whoosh.query import Query
+from whoosh import index, query
 
 from searchsvc.backends.whoosh.facets import intersect
 from searchsvc.backends.whoosh.generations import GenerationStore
-from searchsvc.backends.whoosh.highlighting import highlight_abstract, highlight_title
+from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
 from searchsvc.backends.whoosh.indexing import write_index
-from searchsvc.backends.whoosh.querying import highlight_terms, parse_query
+from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.reading import GenerationCache, OpenGeneration
-from searchsvc.backends.whoosh.schema import SCHEMA_VERSION, text_analyzer
-from searchsvc.errors import RebuildFailed
+from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION, SEARCH_FIELDS
+from searchsvc.backends.whoosh.spelling import correct_spelling
+from searchsvc.errors import PaperNotFound, RebuildFailed
 from searchsvc.merging import Collection
-from searchsvc.search import Hit, SearchRequest, SearchResult
+from searchsvc.papers import Paper
+from searchsvc.query import Node, parse, words
+from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
 ENGINE = "whoosh-reloaded"
+RELATED_KEY_TERMS = 12  # a paper's most distinctive words that "related papers" look for
 
 
 class WhooshBackend:
@@ -36,7 +40,6 @@ class WhooshBackend:
         self.settings = settings
         self.store = GenerationStore(settings.index_dir)
         self._generations = GenerationCache(self.store)
-        self._analyzer = text_analyzer()
 
     # Building -------------------------------------------------------------------
 
@@ -88,60 +91,163 @@ class WhooshBackend:
     # Reading --------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The published generation's manifest, or IndexUnavailable."""
-        name, manifest = self.store.published()
-        return dict(manifest, generation=name)
+        """The generation this process serves: its manifest and the papers its index holds."""
+        gen = self._generations.get()
+        return dict(gen.manifest, generation=gen.path.name, doc_count=gen.searcher.doc_count())
 
     def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
-        gen = self._generations.get()
-        query = parse_query(gen.parser, request.q) if request.q else None
-        matched = gen.all_docs if query is None else frozenset(gen.searcher.docs_for_query(query))
-        filters = gen.facets.filters(request)
-        allowed = intersect(matched, filters.values())
-        ranked = self._rank(gen, query, matched, allowed, request)
-        terms = highlight_terms(query) if query is not None else frozenset()
+        found = self._match(request)
+        ranked = self._rank(found, request)
+        words = matched_words(found.compiled.scored) if found.compiled else MatchedWords()
         return SearchResult(
             request=request,
-            total=len(allowed),
-            hits=[self._hit(gen, docnum, score, terms) for docnum, score in ranked],
-            facets=gen.facets.counts(matched, filters, request, self.settings.facet_limit),
+            total=len(found.allowed),
+            hits=[self._hit(found.gen, docnum, score, words) for docnum, score in ranked],
+            facets=found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limit),
             took_ms=round((time.perf_counter() - started) * 1000, 2),
+            suggestion=self._suggestion(found, request),
         )
 
-    def _rank(
-        self,
-        gen: OpenGeneration,
-        query: Query | None,
-        matched: frozenset[int],
-        allowed: frozenset[int],
-        request: SearchRequest,
-    ) -> list[tuple[int, float | None]]:
-        """The requested page as (docnum, score); relevance ties go to the newer paper, then the id.
+    def export(self, request: SearchRequest, limit: int) -> list[Paper]:
+        """The first `limit` papers of the whole ordered result set."""
+        found = self._match(request)
+        ranked = self._rank(found, replace(request, page=1, per_page=limit))
+        return [_paper(found.gen.searcher.stored_fields(docnum)) for docnum, _ in ranked]
 
-        Document numbers are in newest-first order (see indexing.write_index), and Whoosh's
-        top-N collector prefers the lower document number among equal scores.
-        """
-        if query is None or request.sort != "relevance":
-            key = gen.oldest_rank.__getitem__ if request.sort == "oldest" else None
-            page = heapq.nsmallest(request.end, allowed, key=key)[request.start :]
-            return [(docnum, None) for docnum in page]
-        narrowed = set(allowed) if len(allowed) < len(matched) else None
-        top = gen.searcher.search(query, filter=narrowed, limit=request.end).top_n[request.start :]
-        return [(docnum, round(score, 4)) for score, docnum in top]
+    def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
+        found = self._match(request)
+        values, truncated = found.gen.facets.lookup(name, prefix, found.matched, found.filters, request, limit)
+        return FacetLookup(name=name, prefix=prefix, values=values, truncated=truncated)
 
-    def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, terms: frozenset[str]) -> Hit:
+    def paper(self, paper_id: str) -> Paper:
+        gen = self._generations.get()
+        return _paper(gen.searcher.stored_fields(_docnum(gen, paper_id)))
+
+    def related(self, paper_id: str, limit: int) -> list[Hit]:
+        """Papers sharing the paper's most distinctive words (more-like-this)."""
+        gen = self._generations.get()
+        docnum = _docnum(gen, paper_id)
         stored = gen.searcher.stored_fields(docnum)
+        key_terms = gen.searcher.key_terms_from_text(
+            "abstract", f"{stored['title']} {stored['abstract']}", numterms=RELATED_KEY_TERMS
+        )
+        like = query.Or(
+            [
+                query.Term(field, term, boost=weight * FIELD_BOOSTS[field])
+                for term, weight in key_terms
+                for field in SEARCH_FIELDS
+            ]
+        )
+        top = gen.searcher.search(like, limit=limit, mask={docnum}).top_n
+        words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
+        return [self._hit(gen, other, round(score, 4), words) for score, other in top]
+
+    def _match(self, request: SearchRequest) -> _Found:
+        """The papers the query matches, and those the filters let through."""
+        gen = self._generations.get()
+        tree = parse(request.q)
+        compiled = (
+            None
+            if tree is None
+            else QueryCompiler(gen.searcher.reader(), self.settings.max_wildcard_terms).compile(tree)
+        )
+        matched = gen.all_docs if compiled is None else frozenset(gen.searcher.docs_for_query(compiled.scored))
+        filters = gen.facets.filters(request)
+        return _Found(gen, tree, compiled, matched, filters, intersect(matched, filters.values()))
+
+    def _rank(self, found: _Found, request: SearchRequest) -> list[tuple[int, float | None]]:
+        """The requested page as (docnum, score).
+
+        By relevance, papers matching all words of a group come first, then those matching
+        some; within each tier the score decides, and ties go to the newer paper, then the
+        id: document numbers are in newest-first order (see indexing.write_index), and
+        Whoosh's top-N collector prefers the lower document number among equal scores.
+        """
+        gen, compiled = found.gen, found.compiled
+        if compiled is None or request.sort != "relevance":
+            key = gen.oldest_rank.__getitem__ if request.sort == "oldest" else None
+            page = heapq.nsmallest(request.end, found.allowed, key=key)[request.start :]
+            return [(docnum, None) for docnum in page]
+        tiers = [found.allowed]
+        if compiled.required is not None:
+            first = found.allowed & frozenset(gen.searcher.docs_for_query(compiled.required))
+            tiers = [first, found.allowed - first]
+        ranked: list[tuple[int, float | None]] = []
+        offset = 0
+        for tier in tiers:
+            low, high = max(request.start - offset, 0), min(request.end - offset, len(tier))
+            offset += len(tier)
+            if low < high:
+                narrowed = None if tier is found.matched else set(tier)
+                top = gen.searcher.search(compiled.scored, filter=narrowed, limit=high).top_n[low:]
+                ranked.extend((docnum, round(score, 4)) for score, docnum in top)
+        return ranked
+
+    def _suggestion(self, found: _Found, request: SearchRequest) -> str | None:
+        """A respelling of words no paper contains, if it finds more papers ("did you mean")."""
+        reader = found.gen.searcher.reader()
+        respelled = {}
+        for word in words(found.tree):
+            if word.field in (None, *SEARCH_FIELDS):
+                better = correct_spelling(reader, word.text)
+                if better is not None:
+                    respelled[word.start, word.end] = better
+        if not respelled:
+            return None
+        corrected = request.q
+        for (start, end), better in sorted(respelled.items(), reverse=True):
+            corrected = corrected[:start] + better + corrected[end:]
+        alternative = self._match(replace(request, q=corrected))
+        return corrected if _strict_count(alternative) > _strict_count(found) else None
+
+    def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
+        paper = _paper(gen.searcher.stored_fields(docnum))
         return Hit(
-            id=stored["id"],
-            title=stored["title"],
-            abstract=stored["abstract"],
-            year=stored.get("year"),
-            subjects=list(stored.get("subjects") or []),
-            authors=list(stored.get("authors") or []),
+            id=paper.id,
+            title=paper.title,
+            abstract=paper.abstract,
+            year=paper.year,
+            subjects=paper.subjects,
+            authors=paper.authors,
             score=score,
             highlights={
-                "title": highlight_title(stored["title"], terms, self._analyzer),
-                "abstract": highlight_abstract(stored["abstract"], terms, self._analyzer),
+                "title": highlight_title(paper.title, words),
+                "abstract": highlight_abstract(paper.abstract, words),
             },
         )
+
+
+@dataclass(frozen=True)
+class _Found:
+    gen: OpenGeneration
+    tree: Node | None
+    compiled: CompiledQuery | None
+    matched: frozenset[int]
+    filters: dict[str, frozenset[int] | None]
+    allowed: frozenset[int]
+
+
+def _strict_count(found: _Found) -> int:
+    """Papers through the filters that match all words of a group (or the whole query)."""
+    if found.compiled is None or found.compiled.required is None:
+        return len(found.allowed)
+    return len(found.allowed & frozenset(found.gen.searcher.docs_for_query(found.compiled.required)))
+
+
+def _docnum(gen: OpenGeneration, paper_id: str) -> int:
+    docnum = gen.searcher.document_number(id=paper_id)
+    if docnum is None:
+        raise PaperNotFound(f"no paper with id {paper_id!r}", {"id": paper_id})
+    return docnum
+
+
+def _paper(stored: dict[str, Any]) -> Paper:
+    return Paper(
+        id=stored["id"],
+        title=stored["title"],
+        abstract=stored["abstract"],
+        year=stored.get("year"),
+        subjects=list(stored.get("subjects") or []),
+        authors=list(stored.get("authors") or []),
+    )

@@ -9,8 +9,9 @@ Python.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import chain
 
@@ -20,6 +21,8 @@ from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.papers import fold
 from searchsvc.search import FACETS, FacetValue, SearchRequest
 
+_WORD_START = re.compile(r"(?<!\w)\w")
+
 
 @dataclass
 class _Facet:
@@ -27,6 +30,7 @@ class _Facet:
     docs: list[frozenset[int]]  # value index → documents having it
     of_doc: list[tuple[int, ...]]  # docnum → value indices
     by_folded: dict[str, int]  # folded value → value index, for case/accent-insensitive filters
+    tails: list[tuple[str, ...]]  # value index → its folded text from each word on ("maxim naumov", "naumov")
 
 
 class FacetIndex:
@@ -64,6 +68,31 @@ class FacetIndex:
             counted = Counter(chain.from_iterable(map(facet.of_doc.__getitem__, base)))
             result[name] = _listing(facet, counted, self._selection(name, request), limit, by_value=name == "year")
         return result
+
+    def lookup(
+        self,
+        name: str,
+        prefix: str,
+        matched: frozenset[int],
+        filters: dict[str, frozenset[int] | None],
+        request: SearchRequest,
+        limit: int,
+    ) -> tuple[list[FacetValue], bool]:
+        """Values of `name` with a word starting with `prefix`, counted as in `counts`; and
+        whether more values matched than `limit`.
+
+        For finding one author among thousands: "nau" finds "Maxim Naumov".
+        """
+        facet = self._facets[name]
+        wanted = fold(prefix)
+        candidates = {i for i, tails in enumerate(facet.tails) if any(tail.startswith(wanted) for tail in tails)}
+        base = intersect(matched, [f for other, f in filters.items() if other != name])
+        counted = Counter(i for i in chain.from_iterable(map(facet.of_doc.__getitem__, base)) if i in candidates)
+        selection = self._selection(name, request)
+        selected = {i for i in selection.marked if i in candidates}
+        shown = sorted(set(counted) | selected, key=_order(facet, counted, by_value=name == "year"))
+        values = [FacetValue(facet.values[i], counted[i], i in selection.marked) for i in shown[:limit]]
+        return values, len(shown) > limit
 
     def _value_filter(self, name: str, wanted: tuple[str, ...]) -> frozenset[int] | None:
         if not wanted:
@@ -114,8 +143,10 @@ def _load_facet(reader: IndexReader, column: str) -> _Facet:
     for docnum, indices in enumerate(of_doc):
         for index in indices:
             docs[index].append(docnum)
-    by_folded = {fold(str(value)): i for i, value in enumerate(values)}
-    return _Facet(values, [frozenset(d) for d in docs], of_doc, by_folded)
+    folded = [fold(str(value)) for value in values]
+    by_folded = {text: i for i, text in enumerate(folded)}
+    tails = [tuple(text[m.start() :] for m in _WORD_START.finditer(text)) for text in folded]
+    return _Facet(values, [frozenset(d) for d in docs], of_doc, by_folded, tails)
 
 
 def _listing(
@@ -123,13 +154,20 @@ def _listing(
 ) -> list[FacetValue]:
     """The top `limit` values plus every listed selected one, in display order."""
 
+    order = _order(facet, counted, by_value)
+    shown = set(sorted(counted, key=order)[:limit]) | selection.listed
+    listing = [FacetValue(facet.values[i], counted[i], i in selection.marked) for i in sorted(shown, key=order)]
+    return listing + [FacetValue(value, 0, True) for value in selection.unknown]
+
+
+def _order(facet: _Facet, counted: Counter[int], by_value: bool) -> Callable[[int], tuple[int | str, ...]]:
+    """Display order: years newest first, other values by count, then alphabetically."""
+
     def order(index: int) -> tuple[int | str, ...]:
         value = facet.values[index]
         return (-int(value),) if by_value else (-counted[index], str(value).casefold(), str(value))
 
-    shown = set(sorted(counted, key=order)[:limit]) | selection.listed
-    listing = [FacetValue(facet.values[i], counted[i], i in selection.marked) for i in sorted(shown, key=order)]
-    return listing + [FacetValue(value, 0, True) for value in selection.unknown]
+    return order
 
 
 def _union(sets: Iterable[frozenset[int]]) -> frozenset[int]:

@@ -7,11 +7,16 @@ fallbacks below escape too.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from html import escape
 
-from whoosh.analysis import Analyzer
+from whoosh.analysis import Analyzer, Filter, Token
 from whoosh.highlight import ContextFragmenter, Formatter, Fragment, WholeFragmenter, get_text, highlight
+from whoosh.lang.porter import stem
+
+from searchsvc.backends.whoosh.schema import unstemmed_analyzer
 
 SNIPPET_CHARS = 240  # the abstract snippet: about three lines of a result list
 SNIPPET_FRAGMENTS = 2
@@ -49,18 +54,51 @@ def _has_words(text: str) -> bool:
 
 
 _FORMATTER = MarkFormatter()
+_MATCH = "\x00match"  # the one "term" the highlighter looks for; _Matches marks tokens with it
 
 
-def highlight_title(title: str, terms: Collection[str], analyzer: Analyzer) -> str:
+@dataclass(frozen=True)
+class MatchedWords:
+    """What to mark: stemmed words (from plain query words) and unstemmed ones (phrases, wildcards)."""
+
+    stemmed: frozenset[str] = frozenset()
+    exact: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.stemmed or self.exact)
+
+    def analyzer(self) -> Analyzer:
+        """Unstemmed words of the text, each renamed to _MATCH if it matches either set."""
+        return unstemmed_analyzer() | _Matches(self)
+
+
+class _Matches(Filter):
+    def __init__(self, words: MatchedWords) -> None:
+        self.words = words
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        for token in tokens:
+            word = token.text
+            if word in self.words.exact or _stem(word) in self.words.stemmed:
+                token.text = _MATCH
+            yield token
+
+
+_stem = lru_cache(maxsize=50_000)(stem)
+
+
+def highlight_title(title: str, words: MatchedWords) -> str:
     """The whole title, escaped, with matched words marked."""
-    marked = highlight(title, terms, analyzer, WholeFragmenter(), _FORMATTER) if terms else ""
+    marked = highlight(title, {_MATCH}, words.analyzer(), WholeFragmenter(), _FORMATTER) if words else ""
     return marked or escape(title, quote=True)
 
 
-def highlight_abstract(abstract: str, terms: Collection[str], analyzer: Analyzer) -> str:
+def highlight_abstract(abstract: str, words: MatchedWords) -> str:
     """Up to two escaped fragments around matches, or the escaped opening of the abstract."""
     fragmenter = ContextFragmenter(maxchars=SNIPPET_CHARS // SNIPPET_FRAGMENTS, surround=40)
-    marked = highlight(abstract, terms, analyzer, fragmenter, _FORMATTER, top=SNIPPET_FRAGMENTS) if terms else ""
+    marked = (
+        highlight(abstract, {_MATCH}, words.analyzer(), fragmenter, _FORMATTER, top=SNIPPET_FRAGMENTS) if words else ""
+    )
     return marked or escape(opening(abstract, SNIPPET_CHARS), quote=True)
 
 

@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from whoosh import index
-from whoosh.qparser import QueryParser
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
-from searchsvc.backends.whoosh.querying import make_parser
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
 from searchsvc.errors import IndexUnavailable
 
@@ -45,7 +43,6 @@ class OpenGeneration:
         weakref.finalize(self, _close, self.searcher, hold)
         try:
             reader = self.searcher.reader()
-            self.parser: QueryParser = make_parser(ix.schema)
             self.all_docs = frozenset(reader.all_doc_ids())
             self.facets = FacetIndex(reader)
             self.oldest_rank = list(reader.column_reader(OLDEST_RANK))

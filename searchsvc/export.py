@@ -1,0 +1,186 @@
+"""Paper records → downloads for reference managers (BibTeX), spreadsheets (CSV) and re-import (JSON lines).
+
+Each writer streams one `str` chunk per paper (CSV adds a header chunk first), so a web route can send an
+export of any size without holding it in memory. Every format is made safe for whatever text a record holds:
+JSON lines re-import with `searchsvc rebuild`, BibTeX entries always parse (special characters are escaped,
+braces stay balanced), and CSV cells cannot run as spreadsheet formulas.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from searchsvc.papers import Paper, fold
+
+_LIST_SEPARATOR = "; "
+_CSV_HEADER = ("id", "title", "year", "subjects", "authors", "abstract")
+# OWASP CSV injection: a cell starting with one of these may be run as a formula by a spreadsheet.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+# One pass over the text, so the braces of a replacement are never escaped again. `\{` is not used for braces:
+# BibTeX and biber's btparse count braces without regard to backslashes, so an unbalanced `\{` breaks the entry.
+_BIBTEX_ESCAPES = str.maketrans(
+    {
+        "\\": r"\textbackslash{}",
+        "{": r"\textbraceleft{}",
+        "}": r"\textbraceright{}",
+        "%": r"\%",
+        "&": r"\&",
+        "#": r"\#",
+        "$": r"\$",
+        "_": r"\_",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
+)
+# Letters that Unicode decomposition does not reduce to ASCII (applied after case folding).
+_ASCII_LETTERS = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i"})
+_TITLE_STOPWORDS = frozenset({"a", "an", "the", "on", "of", "for", "and", "in", "to", "with"})
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One download format: what to label the response with, and the writer that streams its chunks."""
+
+    name: str
+    media_type: str
+    extension: str
+    write: Callable[[Iterable[Paper]], Iterator[str]]
+
+
+def _write_jsonl(papers: Iterable[Paper]) -> Iterator[str]:
+    """One JSON object a line, in the input record format of `searchsvc.sources.jsonl`."""
+    for paper in papers:
+        record = {
+            "id": paper.id,
+            "title": paper.title,
+            "abstract": paper.abstract,
+            "year": paper.year,
+            "categories": paper.subjects,
+            "authors": paper.authors,
+        }
+        yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _write_csv(papers: Iterable[Paper]) -> Iterator[str]:
+    """A header row, then one row per paper, every cell quoted and defused against formula injection."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
+
+    def row(cells: Iterable[str]) -> str:
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow([_defuse(cell) for cell in cells])
+        return buffer.getvalue()
+
+    yield row(_CSV_HEADER)
+    for paper in papers:
+        yield row(
+            (
+                paper.id,
+                paper.title,
+                "" if paper.year is None else str(paper.year),
+                _LIST_SEPARATOR.join(paper.subjects),
+                _LIST_SEPARATOR.join(paper.authors),
+                paper.abstract,
+            )
+        )
+
+
+def _defuse(cell: str) -> str:
+    return "'" + cell if cell.startswith(_FORMULA_STARTS) else cell
+
+
+def _write_bibtex(papers: Iterable[Paper]) -> Iterator[str]:
+    """One entry per paper, separated by blank lines; repeated citation keys get suffixes b, c, …"""
+    used: set[str] = set()
+    repeats: dict[str, int] = {}
+    for number, paper in enumerate(papers):
+        base = key = _citation_key(paper)
+        while key in used:  # a loop, as a suffixed key may already be another paper's own key
+            repeats[base] = repeats.get(base, 1) + 1
+            key = base + _letters(repeats[base])
+        used.add(key)
+        yield ("\n" if number else "") + _entry(paper, key)
+
+
+def bibtex_entry(paper: Paper) -> str:
+    """The paper as one `@misc` entry, with its unsuffixed citation key (as for a "copy BibTeX" button)."""
+    return _entry(paper, _citation_key(paper))
+
+
+def _entry(paper: Paper, key: str) -> str:
+    fields = [("title", "{" + _escape(paper.title) + "}")]
+    if paper.authors:
+        fields.append(("author", " and ".join(_bibtex_name(name) for name in paper.authors)))
+    if paper.year is not None:
+        fields.append(("year", str(paper.year)))
+    if paper.abstract:
+        fields.append(("abstract", _escape(paper.abstract)))
+    if paper.subjects:
+        fields.append(("keywords", _escape(", ".join(paper.subjects))))
+    fields.append(("note", _escape(f"searchsvc id: {paper.id}")))
+    body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
+    return f"@misc{{{key},\n{body}\n}}\n"
+
+
+def _escape(text: str) -> str:
+    """`text` as a braced BibTeX value: special characters escaped, whitespace folded onto one line.
+
+    Folding is no loss (BibTeX reads any run of whitespace as one space) and keeps a line of the value from
+    starting with "@", which BibTeX parsers take for the start of a new entry.
+    """
+    return " ".join(text.split()).translate(_BIBTEX_ESCAPES)
+
+
+def _bibtex_name(name: str) -> str:
+    """The escaped name, braced whole where BibTeX would misread it (an inner "and", more than two commas)."""
+    escaped = _escape(name)
+    misread = "and" in fold(name).split() or name.count(",") > 2
+    return "{" + escaped + "}" if misread else escaped
+
+
+def _citation_key(paper: Paper) -> str:
+    """Surname of the first author + year + first significant title word, e.g. `naumov2020compositional`."""
+    surname = _key_word(_surname(paper.authors[0])) if paper.authors else ""
+    year = "nd" if paper.year is None else str(paper.year)
+    words = (_key_word(word) for word in paper.title.split())
+    title_word = next((word for word in words if word and word not in _TITLE_STOPWORDS), "")
+    return (surname or "anon") + year + title_word
+
+
+def _surname(name: str) -> str:
+    """The last word of "Given Surname"; the part before the comma of "Surname, Given" (as BibTeX reads it)."""
+    if "," in name:
+        return name.split(",", 1)[0]
+    words = name.split()
+    return words[-1] if words else ""
+
+
+def _key_word(text: str) -> str:
+    """`text` folded to lowercase ASCII letters and digits ("Müller" → "muller")."""
+    folded = fold(text).translate(_ASCII_LETTERS)
+    return "".join(c for c in folded if c.isascii() and c.isalnum())
+
+
+def _letters(number: int) -> str:
+    """1 → "a", 2 → "b", … 26 → "z", 27 → "aa": the suffix of the `number`-th entry with one key."""
+    letters = ""
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(ord("a") + rest) + letters
+    return letters
+
+
+EXPORT_FORMATS: dict[str, ExportFormat] = {
+    export.name: export
+    for export in (
+        ExportFormat("bibtex", "application/x-bibtex; charset=utf-8", "bib", _write_bibtex),
+        ExportFormat("csv", "text/csv; charset=utf-8", "csv", _write_csv),
+        ExportFormat("jsonl", "application/x-ndjson; charset=utf-8", "jsonl", _write_jsonl),
+    )
+}

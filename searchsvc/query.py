@@ -1,0 +1,295 @@
+"""The query language, parsed once into plain data that every backend translates.
+
+Syntax: words (papers with all of them rank first, papers with some below), `"exact
+phrase"`, `AND`, `OR`, `NOT` and `-word`, parentheses, field prefixes `title:`,
+`abstract:`, `author:`, `subject:`, `year:` (a year or a range such as `2018-2020`), and a
+trailing wildcard `embed*`.
+
+Text people paste must still find papers, so a `-` inside a word (`memory-efficient`), a
+colon after an unknown word (`Results:`) and unbalanced parentheses in a query that uses no
+other syntax are read as plain words. A query that clearly uses syntax and gets it wrong is
+refused with a message that says what is wrong and at which column.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Union
+
+from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken, v_args
+from lark.exceptions import VisitError
+
+from searchsvc.errors import QuerySyntaxError
+
+FIELDS = ("title", "abstract", "author", "subject", "year")
+TEXT_FIELDS = ("title", "abstract")  # what an unprefixed word searches
+
+_GRAMMAR = r"""
+start: group
+group: or_expr*
+?or_expr: and_expr (_OR and_expr)*
+?and_expr: unary (_AND unary)*
+?unary: _NOT unary -> negation
+      | NEG unary -> negation
+      | FIELD atom -> fielded
+      | atom
+?atom: WORD -> word
+     | PHRASE -> phrase
+     | "(" group ")"
+_OR: "OR"
+_AND: "AND"
+_NOT: "NOT"
+// A minus is negation only at the start of a word: "memory-efficient" stays one word.
+NEG.2: /(?<![^\s(])-(?=[^\s)\-])/
+FIELD.3: /(?i:title|abstract|author|subject|year):/
+PHRASE: /"[^"]*"/
+WORD: /[^\s()"]+/
+%ignore /\s+/
+"""
+
+_PARSER = Lark(_GRAMMAR, parser="lalr", lexer="basic", maybe_placeholders=False)
+_CLEAR_SYNTAX = re.compile(r'\b(AND|OR|NOT)\b|"|\b(?i:title|abstract|author|subject|year):')
+# Parentheses deeper than this are not a search anyone types, and each level costs stack.
+MAX_NESTING = 20
+_YEARS = re.compile(r"(?P<low>\d{4})?(?P<dash>-|\.\.)?(?P<high>\d{4})?")
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word to match after analysis (stemming for title and abstract)."""
+
+    text: str
+    field: str | None  # None: title and abstract
+    start: int  # character offsets in the query string, for messages and suggestions
+    end: int
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """Words that must appear together, matched on unstemmed text."""
+
+    text: str
+    field: str | None
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """A trailing wildcard `embed*`: any word starting with `text`, unstemmed."""
+
+    text: str
+    field: str | None
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Years:
+    """`year:2020` or `year:2018-2020`; an open end is None."""
+
+    low: int | None
+    high: int | None
+
+
+@dataclass(frozen=True)
+class Not:
+    node: Node
+
+
+@dataclass(frozen=True)
+class AllOf:
+    """Explicit AND."""
+
+    nodes: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Explicit OR."""
+
+    nodes: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Clauses typed side by side: any may match, papers matching all rank first."""
+
+    nodes: tuple[Node, ...]
+
+
+Node = Union[Word, Phrase, Prefix, Years, Not, AllOf, AnyOf, Group]  # noqa: UP007 (dataclasses above refer to it)
+
+
+def parse(text: str) -> Node | None:
+    """The query tree for `text`, or None when it holds nothing to search for.
+
+    Raises QuerySyntaxError naming the problem and its column.
+    """
+    problem = _unbalanced(text)
+    if problem is not None:
+        if _CLEAR_SYNTAX.search(text):
+            raise query_error(*problem)
+        text = text.replace("(", " ").replace(")", " ")  # pasted text: parentheses are just punctuation
+    try:
+        tree = _PARSER.parse(text)
+    except UnexpectedInput as exc:
+        raise query_error(*_describe(text, exc)) from None
+    try:
+        return _ToNodes(text).transform(tree)
+    except VisitError as exc:  # lark wraps what the tree callbacks raise
+        raise exc.orig_exc from None
+
+
+def required_words(node: Node | None) -> Node | None:
+    """The query a paper must match to rank in the first tier: all of a group's words.
+
+    Only a top-level group has tiers; explicit AND/OR already say what is required.
+    """
+    if not isinstance(node, Group):
+        return None
+    return AllOf(node.nodes)
+
+
+def words(node: Node | None) -> list[Word]:
+    """Every plain word of the query, in order (for spelling suggestions)."""
+    if isinstance(node, Word):
+        return [node]
+    if isinstance(node, Not):
+        return []
+    if isinstance(node, AllOf | AnyOf | Group):
+        return [word for child in node.nodes for word in words(child)]
+    return []
+
+
+class _ToNodes(Transformer):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def start(self, children: list[Node | None]) -> Node | None:
+        return children[0]
+
+    def group(self, children: list[Node | None]) -> Node | None:
+        return _combine(Group, children)
+
+    def or_expr(self, children: list[Node | None]) -> Node | None:
+        return _combine(AnyOf, children)
+
+    def and_expr(self, children: list[Node | None]) -> Node | None:
+        return _combine(AllOf, children)
+
+    def negation(self, children: list[Token | Node | None]) -> Node | None:
+        node = children[-1]
+        assert not isinstance(node, Token)
+        return None if node is None else Not(node)
+
+    @v_args(inline=True)
+    def word(self, token: Token) -> Node:
+        text, start, end = str(token), token.start_pos, token.end_pos
+        assert start is not None and end is not None
+        if "*" not in text:
+            return Word(text, None, start, end)
+        if text == "*":
+            raise query_error("'*' alone would match every paper: leave the query empty to list them all", start)
+        if "*" in text[:-1]:
+            raise query_error(f"a wildcard may only end a word, as in embed*: '{text}'", start + text.index("*"))
+        return Prefix(text[:-1], None, start, end)
+
+    @v_args(inline=True)
+    def phrase(self, token: Token) -> Node | None:
+        assert token.start_pos is not None and token.end_pos is not None
+        inner = str(token)[1:-1]
+        return Phrase(inner, None, token.start_pos, token.end_pos) if inner.strip() else None
+
+    @v_args(inline=True)
+    def fielded(self, field_token: Token, node: Node | None) -> Node | None:
+        assert field_token.start_pos is not None
+        return _with_field(node, str(field_token)[:-1].lower(), field_token.start_pos)
+
+
+def _combine(kind: type[AllOf] | type[AnyOf] | type[Group], children: list[Node | None]) -> Node | None:
+    kept = tuple(child for child in children if child is not None)
+    if not kept:
+        return None
+    if len(kept) == 1:
+        return kept[0]
+    return kind(kept)
+
+
+def _with_field(node: Node | None, field: str, column: int) -> Node | None:
+    """`node` searched in `field`; an inner prefix (`title:(author:x)`) keeps its own."""
+    if node is None:
+        return None
+    if isinstance(node, AllOf | AnyOf | Group):
+        return type(node)(tuple(n for n in (_with_field(child, field, column) for child in node.nodes) if n))
+    if isinstance(node, Not):
+        inner = _with_field(node.node, field, column)
+        return None if inner is None else Not(inner)
+    if isinstance(node, Years) or node.field is not None:
+        return node
+    if field == "year":
+        return _years(node)
+    return replace(node, field=field)
+
+
+def _years(node: Word | Phrase | Prefix) -> Years:
+    match = _YEARS.fullmatch(node.text.strip()) if isinstance(node, Word) else None
+    if match is None or not (match["low"] or match["high"]) or (match["low"] and match["high"] and not match["dash"]):
+        raise query_error(
+            f"year: expects a year such as 2020 or a range such as 2018-2020, not '{node.text}'", node.start
+        )
+    low = int(match["low"]) if match["low"] else None
+    high = int(match["high"]) if match["high"] else None
+    if not match["dash"]:
+        high = low
+    if low is not None and high is not None and low > high:
+        raise query_error(f"year: the range {node.text} ends before it starts", node.start)
+    return Years(low, high)
+
+
+def _unbalanced(text: str) -> tuple[str, int] | None:
+    """The first unmatched quote or parenthesis, as (message, offset)."""
+    depth: list[int] = []
+    in_phrase = None
+    for offset, char in enumerate(text):
+        if char == '"':
+            in_phrase = offset if in_phrase is None else None
+        elif in_phrase is not None:
+            continue
+        elif char == "(":
+            depth.append(offset)
+            if len(depth) > MAX_NESTING:
+                return f"parentheses are nested more than {MAX_NESTING} deep", offset
+        elif char == ")":
+            if not depth:
+                return "this ')' has no matching '('", offset
+            depth.pop()
+    if in_phrase is not None:
+        return 'this quote (") is never closed', in_phrase
+    if depth:
+        return "this '(' is never closed", depth[-1]
+    return None
+
+
+def _describe(text: str, exc: UnexpectedInput) -> tuple[str, int]:
+    """A message for a parse error in words a searcher knows."""
+    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
+        last = text.rstrip()
+        offset = len(last) - len(last.split()[-1]) if last else 0
+        return f"'{text[offset : len(last)]}' needs a search term after it", offset
+    offset = getattr(exc, "pos_in_stream", None) or 0
+    found = str(exc.token) if isinstance(exc, UnexpectedToken) else text[offset : offset + 1]
+    if found in ("AND", "OR"):
+        return f"'{found}' must stand between two search terms", offset
+    if found.rstrip(":").lower() in FIELDS:
+        return f"'{found}' cannot follow another field prefix", offset
+    return f"unexpected '{found}'", offset
+
+
+def query_error(message: str, offset: int, kind: type[QuerySyntaxError] = QuerySyntaxError) -> QuerySyntaxError:
+    """The error for a problem at `offset` of the query, naming its column."""
+    column = offset + 1
+    full = f"{message} (column {column})"
+    return kind(f"{kind.label}: {full}", {"q": [full], "column": column})

@@ -1,0 +1,240 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import bibtexparser
+import pytest
+
+from searchsvc.export import EXPORT_FORMATS, bibtex_entry
+from searchsvc.papers import Paper
+from searchsvc.sources import read_records
+
+NASTY_TITLE = r"{unbalanced } } % & _ \ ~ ^ <script> #$ @misc{x,"
+_BIBTEX_SPECIALS = re.compile(r"[{}%&#$_~^\\]")
+_BIBTEX_ESCAPED = re.compile(
+    r"\\(textbackslash|textbraceleft|textbraceright|textasciitilde|textasciicircum)\{\}|\\([%&#$_])"
+)
+_UNESCAPE = {
+    "textbackslash": "\\",
+    "textbraceleft": "{",
+    "textbraceright": "}",
+    "textasciitilde": "~",
+    "textasciicircum": "^",
+}
+_FIELD = re.compile(r"  ([a-z]+) = \{(.*)\},?")
+
+
+def paper(
+    title: str = "Compositional Generalization",
+    *,
+    id: str = "p1",
+    abstract: str = "An abstract.",
+    year: int | None = 2020,
+    subjects: list[str] | None = None,
+    authors: list[str] | None = None,
+) -> Paper:
+    return Paper(
+        id=id,
+        title=title,
+        abstract=abstract,
+        year=year,
+        subjects=["cs.CL", "cs.LG"] if subjects is None else subjects,
+        authors=["Maxim Naumov", "Zoë Müller"] if authors is None else authors,
+    )
+
+
+def export(name: str, *papers: Paper) -> str:
+    return "".join(EXPORT_FORMATS[name].write(papers))
+
+
+def bibtex_fields(entry: str) -> tuple[str, dict[str, str]]:
+    """The key and the raw field values of one entry, checking its layout on the way."""
+    lines = entry.splitlines()
+    head = re.fullmatch(r"@misc\{([a-z0-9]+),", lines[0])
+    assert head, lines[0]
+    assert lines[-1] == "}"
+    fields = {}
+    for line in lines[1:-1]:
+        match = _FIELD.fullmatch(line)
+        assert match, line
+        fields[match[1]] = match[2]
+    return head[1], fields
+
+
+def unescape(value: str) -> str:
+    return _BIBTEX_ESCAPED.sub(lambda m: _UNESCAPE[m[1]] if m[1] else m[2], value)
+
+
+def test_formats_are_registered_by_name() -> None:
+    assert {name: (f.name, f.media_type, f.extension) for name, f in EXPORT_FORMATS.items()} == {
+        "bibtex": ("bibtex", "application/x-bibtex; charset=utf-8", "bib"),
+        "csv": ("csv", "text/csv; charset=utf-8", "csv"),
+        "jsonl": ("jsonl", "application/x-ndjson; charset=utf-8", "jsonl"),
+    }
+
+
+@pytest.mark.parametrize(("name", "header_chunks"), [("bibtex", 0), ("csv", 1), ("jsonl", 0)])
+def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int) -> None:
+    taken: list[str] = []
+
+    def papers() -> Iterator[Paper]:
+        for title in ("First", "Second", "Third"):
+            taken.append(title)
+            yield paper(title)
+
+    chunks = EXPORT_FORMATS[name].write(papers())
+    for _ in range(header_chunks + 1):
+        next(chunks)
+    assert taken == ["First"]  # lazy: nothing read ahead of what was sent
+    assert len(list(chunks)) == 2
+    assert len(list(EXPORT_FORMATS[name].write([]))) == header_chunks
+
+
+def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
+    papers = [
+        paper("Ünïcode “quotes” and \\ backslash", abstract="Line one two", authors=["Perlis, A. J.", "Zoë Müller"]),
+        paper("No year, no lists", id="2016.acl-1.1", abstract="", year=None, subjects=[], authors=[]),
+    ]
+    text = export("jsonl", *papers)
+    assert text.count("\n") == 2 and "Zoë" in text  # one line per paper, not ASCII-escaped
+    assert list(json.loads(text.splitlines()[0])) == ["id", "title", "abstract", "year", "categories", "authors"]
+    path = tmp_path / "export.jsonl"
+    path.write_text(text, encoding="utf-8")
+    warnings: list[str] = []
+    read = list(read_records([path], warnings.append))
+    assert warnings == []
+    fields = [(p.id, p.title, p.abstract, p.year, p.subjects, p.authors) for p in read]
+    assert fields == [(p.id, p.title, p.abstract, p.year, p.subjects, p.authors) for p in papers]
+
+
+def test_csv_has_a_header_and_joins_lists() -> None:
+    rows = list(csv.reader(io.StringIO(export("csv", paper(), paper("Undated", year=None, authors=[])), newline="")))
+    assert rows == [
+        ["id", "title", "year", "subjects", "authors", "abstract"],
+        ["p1", "Compositional Generalization", "2020", "cs.CL; cs.LG", "Maxim Naumov; Zoë Müller", "An abstract."],
+        ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract."],
+    ]
+
+
+def test_csv_round_trips_commas_quotes_and_newlines() -> None:
+    title = 'A "quoted", comma\'d\ntitle\r\nover lines'
+    text = export("csv", paper(title, abstract="x,y"))
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert rows[1][1] == title
+    assert rows[1][5] == "x,y"
+    assert len(rows) == 2
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+def test_csv_cells_cannot_start_a_formula(start: str) -> None:
+    formula = start + 'HYPERLINK("http://evil.example","x")'
+    text = export("csv", paper(formula, id=formula, abstract=formula, subjects=[formula], authors=[formula, "B"]))
+    row = list(csv.reader(io.StringIO(text, newline="")))[1]
+    assert row == ["'" + formula, "'" + formula, "2020", "'" + formula, "'" + formula + "; B", "'" + formula]
+
+
+def test_csv_leaves_safe_cells_alone() -> None:
+    row = list(csv.reader(io.StringIO(export("csv", paper("a=b", abstract=" =1+1")), newline="")))[1]
+    assert (row[1], row[5]) == ("a=b", " =1+1")
+
+
+def test_bibtex_entry_fields() -> None:
+    assert bibtex_entry(paper()) == (
+        "@misc{naumov2020compositional,\n"
+        "  title = {{Compositional Generalization}},\n"
+        "  author = {Maxim Naumov and Zoë Müller},\n"
+        "  year = {2020},\n"
+        "  abstract = {An abstract.},\n"
+        "  keywords = {cs.CL, cs.LG},\n"
+        "  note = {searchsvc id: p1}\n"
+        "}\n"
+    )
+
+
+def test_bibtex_leaves_out_unknown_fields() -> None:
+    key, fields = bibtex_fields(bibtex_entry(paper(abstract="", year=None, subjects=[], authors=[])))
+    assert key == "anonndcompositional"
+    assert fields == {"title": "{Compositional Generalization}", "note": "searchsvc id: p1"}
+
+
+def test_bibtex_escapes_any_text_into_a_valid_entry() -> None:
+    nasty = NASTY_TITLE + " ü 中文"
+    entry = bibtex_entry(
+        paper(
+            nasty, id="id_1", abstract="one\n@article{y,\n" + nasty, subjects=["a_b", "c%d"], authors=["A {B", "C\\D"]
+        )
+    )
+    _, fields = bibtex_fields(entry)  # also: every field on one line, so no line starts with "@"
+    assert fields["title"].startswith("{") and fields["title"].endswith("}")
+    assert unescape(fields["title"][1:-1]) == nasty
+    assert unescape(fields["abstract"]) == "one @article{y, " + nasty
+    assert unescape(fields["keywords"]) == "a_b, c%d"
+    assert unescape(fields["author"]) == "A {B and C\\D"
+    assert unescape(fields["note"]) == "searchsvc id: id_1"
+    for value in [fields["title"][1:-1], *(v for k, v in fields.items() if k != "title")]:
+        assert not _BIBTEX_SPECIALS.search(_BIBTEX_ESCAPED.sub("", value)), value
+    # BibTeX and biber count every brace, escaped or not: the raw braces must balance and never go below zero.
+    depth = 0
+    for char in entry:
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        assert depth >= 0
+    assert depth == 0
+    assert "<script>" in entry and "ü 中文" in entry  # no HTML escaping, Unicode kept as is
+
+
+def test_bibtex_braces_author_names_bibtex_would_split() -> None:
+    _, fields = bibtex_fields(
+        bibtex_entry(paper(authors=["Research and Development Group", "A, B, C, D", "Al Andersen"]))
+    )
+    assert fields["author"] == "{Research and Development Group} and {A, B, C, D} and Al Andersen"
+
+
+@pytest.mark.parametrize(
+    ("authors", "year", "title", "key"),
+    [
+        (["Hans Müller"], 2020, "Compositional Generalization", "muller2020compositional"),
+        (["Perlis, A. J."], 1982, "Epigrams on Programming", "perlis1982epigrams"),
+        (["Jan Łukasiewicz", "X Y"], None, "The On A Of Self-Supervised Learning", "lukasiewiczndselfsupervised"),
+        (["Guido van Rossum"], 1995, "A Python tutorial", "rossum1995python"),
+        ([], 2001, "“Quoted” title", "anon2001quoted"),
+        (["王小明"], 2019, "中文 and the 2nd test", "anon20192nd"),
+        (["O'Brien"], 2019, "中文", "obrien2019"),
+    ],
+)
+def test_bibtex_citation_keys(authors: list[str], year: int | None, title: str, key: str) -> None:
+    assert bibtex_fields(bibtex_entry(paper(title, year=year, authors=authors)))[0] == key
+
+
+def test_bibtex_export_makes_keys_unique() -> None:
+    same = paper("Müller's law", authors=["Anna Müller"])
+    suffix_lookalike = paper("Müllersb law", authors=["Anna Müller"])  # its own key is the second "same"'s
+    text = export("bibtex", same, same, same, suffix_lookalike, same, paper())
+    assert [bibtex_fields(entry)[0] for entry in text.split("\n\n")] == [
+        "muller2020mullers",
+        "muller2020mullersb",
+        "muller2020mullersc",
+        "muller2020mullersbb",
+        "muller2020mullersd",
+        "naumov2020compositional",
+    ]
+    assert bibtex_entry(same).startswith("@misc{muller2020mullers,")  # a single entry is never suffixed
+    assert text.endswith("}\n") and "\n\n\n" not in text
+
+
+def test_bibtex_export_parses_with_bibtexparser() -> None:
+    text = export("bibtex", paper(NASTY_TITLE, abstract="x\n@misc{y,"), paper(NASTY_TITLE), paper())
+    library = bibtexparser.parse_string(text)
+    assert library.failed_blocks == []
+    entries = [{"ID": entry.key, **entry.fields_dict} for entry in library.entries]
+    entries = [{key: getattr(value, "value", value) for key, value in entry.items()} for entry in entries]
+    assert [entry["ID"] for entry in entries] == [
+        "naumov2020unbalanced",
+        "naumov2020unbalancedb",
+        "naumov2020compositional",
+    ]
+    assert unescape(entries[0]["title"][1:-1]) == NASTY_TITLE
