@@ -15,9 +15,9 @@ from typing import Any
 import click
 from tqdm import tqdm
 
-from searchsvc.backends import open_backend
-from searchsvc.errors import InvalidRequest, SearchsvcError
-from searchsvc.rebuild import rebuild
+from searchsvc.backends import Backend, open_backend
+from searchsvc.errors import IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.rebuild import RebuildReport, rebuild
 from searchsvc.schemas import dump_search_result, parse_search_request
 from searchsvc.search import SORTS, SearchResult
 from searchsvc.settings import Settings, load_settings
@@ -72,13 +72,12 @@ def rebuild_command(sources: tuple[Path, ...], index_dir: Path | None) -> None:
     published and the previous index keeps serving.
     """
     settings = _settings(index_dir)
-    report = rebuild(
-        open_backend(settings),
-        list(sources) or list(settings.sources),
-        progress=_progress_bar,
-        warn=lambda message: click.echo(f"warning: {message}", err=True),
-    )
-    click.echo(report.summary())
+    click.echo(_rebuild(open_backend(settings), list(sources) or list(settings.sources)).summary())
+
+
+def _rebuild(backend: Backend, sources: list[Path]) -> RebuildReport:
+    """A rebuild with a progress bar on a terminal and warnings on stderr."""
+    return rebuild(backend, sources, progress=_progress_bar, warn=lambda m: click.echo(f"warning: {m}", err=True))
 
 
 @contextmanager
@@ -136,6 +135,45 @@ def _print_result(result: SearchResult) -> None:
 def _terminal(highlighted: str) -> str:
     """Highlight HTML as terminal text: marks in bold, entities decoded."""
     return unescape(_MARK.sub(lambda m: click.style(m[1], bold=True), highlighted))
+
+
+# The Procfile's `web:` command; a test checks that the two stay the same.
+GUNICORN_CONFIG = Path("config/gunicorn.conf.py")
+WSGI_APP = "searchsvc:create_app()"
+
+
+def gunicorn_command() -> list[str]:
+    return ["gunicorn", "--config", str(GUNICORN_CONFIG), WSGI_APP]
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@index_dir_option
+def serve_command(host: str, port: int, index_dir: Path | None) -> None:
+    """Serve the HTTP API with gunicorn (config/gunicorn.conf.py), as the Procfile's web: line does.
+
+    If no index is published yet, one is built from the configured sources (seeds/) first.
+    """
+    settings = _settings(index_dir)
+    backend = open_backend(settings)
+    try:
+        backend.status()
+    except IndexUnavailable as exc:
+        click.echo(f"{exc.message}; building it from {', '.join(map(str, settings.sources))}", err=True)
+        rebuild_report = rebuild(
+            backend,
+            list(settings.sources),
+            progress=_progress_bar,
+            warn=lambda m: click.echo(f"warning: {m}", err=True),
+        )
+        click.echo(rebuild_report.summary(), err=True)
+    if not GUNICORN_CONFIG.is_file():
+        raise click.UsageError(f"run `searchsvc serve` from the repository root: {GUNICORN_CONFIG} is not here")
+    environment = dict(os.environ, HOST=host, PORT=str(port), SEARCHSVC_INDEX_DIR=str(settings.index_dir))
+    click.echo(f"serving http://{host}:{port}/ (index: {settings.index_dir})", err=True)
+    command = gunicorn_command()
+    os.execvpe(sys.executable, [sys.executable, "-m", *command], environment)
 
 
 @main.command("status")

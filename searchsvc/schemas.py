@@ -9,50 +9,70 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, post_load, validate, validates, validates_schema
+from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from searchsvc.errors import InvalidRequest
-from searchsvc.search import SORTS, SearchRequest, SearchResult
+from searchsvc.export import EXPORT_FORMATS
+from searchsvc.search import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")
 
 
 class SearchRequestSchema(Schema):
-    """Parses and validates search parameters against the configured limits."""
+    """Parses and validates search parameters against the configured limits.
 
-    q = fields.String(load_default="")
-    subject = fields.List(fields.String(validate=validate.Length(min=1, max=100)), load_default=list)
-    author = fields.List(fields.String(validate=validate.Length(min=1, max=200)), load_default=list)
+    Limits taken from settings are attached as field validators when the schema is made,
+    so the OpenAPI document generated from it states the limits this service enforces.
+    """
+
+    q = fields.String(load_default="", metadata={"description": "The query; empty lists every paper."})
+    subject = fields.List(
+        fields.String(validate=validate.Length(min=1, max=100)),
+        load_default=list,
+        metadata={"description": "Only papers in any of these subjects (repeatable)."},
+    )
+    author = fields.List(
+        fields.String(validate=validate.Length(min=1, max=200)),
+        load_default=list,
+        metadata={"description": "Only papers by any of these authors (repeatable; case and accents ignored)."},
+    )
     year_from = fields.Integer(load_default=None, allow_none=True, strict=False, validate=_YEAR)
-    year_to = fields.Integer(load_default=None, allow_none=True, strict=False, validate=_YEAR)
+    year_to = fields.Integer(
+        load_default=None,
+        allow_none=True,
+        strict=False,
+        validate=_YEAR,
+        metadata={"description": "Inclusive; not before year_from."},
+    )
     sort = fields.String(load_default="relevance", validate=validate.OneOf(SORTS))
-    page = fields.Integer(load_default=1, validate=validate.Range(min=1))
-    per_page = fields.Integer(load_default=None)
+    page = fields.Integer(
+        load_default=1,
+        validate=validate.Range(min=1),
+        metadata={"description": "1-based; page * per_page may not exceed the result window (10,000)."},
+    )
+    per_page = fields.Integer()
 
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.settings = settings
-
-    @validates("q")
-    def _check_query_length(self, value: str, **_: Any) -> None:
-        if len(value) > self.settings.max_query_length:
-            raise ValidationError(f"Longer than the maximum of {self.settings.max_query_length} characters.")
-
-    @validates("subject", "author")
-    def _check_filter_count(self, value: list[str], **_: Any) -> None:
-        if len(value) > self.settings.max_filter_values:
-            raise ValidationError(f"More than {self.settings.max_filter_values} values.")
-
-    @validates("per_page")
-    def _check_per_page(self, value: int | None, **_: Any) -> None:
-        if value is not None and not 1 <= value <= self.settings.max_per_page:
-            raise ValidationError(f"Must be between 1 and {self.settings.max_per_page}.")
+        _limit(
+            self,
+            "q",
+            validate.Length(max=settings.max_query_length, error="Longer than the maximum of {max} characters."),
+        )
+        for name in ("subject", "author"):
+            _limit(self, name, validate.Length(max=settings.max_filter_values, error="More than {max} values."))
+        _limit(
+            self, "per_page", validate.Range(min=1, max=settings.max_per_page, error="Must be between {min} and {max}.")
+        )
+        if "per_page" in self.fields:
+            self.fields["per_page"].load_default = settings.default_per_page
 
     @validates_schema
     def _check_combinations(self, data: dict[str, Any], **_: Any) -> None:
         window = self.settings.max_result_window
-        if data["page"] * (data["per_page"] or self.settings.default_per_page) > window:
+        if data.get("page", 1) * data.get("per_page", self.settings.default_per_page) > window:
             raise ValidationError(
                 f"page * per_page must be at most {window}: narrow the search instead of paging this deep.", "page"
             )
@@ -60,27 +80,92 @@ class SearchRequestSchema(Schema):
             raise ValidationError(f"Must not be before year_from ({data['year_from']}).", "year_to")
 
     @post_load
-    def _make_request(self, data: dict[str, Any], **_: Any) -> SearchRequest:
+    def _make_request(self, data: dict[str, Any], **_: Any) -> Any:
+        return self._build(data)
+
+    def _build(self, data: dict[str, Any]) -> Any:
+        """The plain request object; subclasses wrap the search in their own."""
+        return self._search_request(data)
+
+    def _search_request(self, data: dict[str, Any]) -> SearchRequest:
         return SearchRequest(
             q=data["q"].strip(),
             subject=tuple(dict.fromkeys(data["subject"])),
             author=tuple(dict.fromkeys(data["author"])),
             year_from=data["year_from"],
             year_to=data["year_to"],
-            sort=data["sort"],
-            page=data["page"],
-            per_page=data["per_page"] or self.settings.default_per_page,
+            sort=data.get("sort", "relevance"),
+            page=data.get("page", 1),
+            per_page=data.get("per_page", self.settings.default_per_page),
         )
 
 
-def parse_search_request(params: Mapping[str, Any], settings: Settings) -> SearchRequest:
-    """Validated request from raw parameters, or `InvalidRequest` naming every bad field."""
+def _limit(schema: Schema, name: str, validator: validate.Validator) -> None:
+    """Add a validator to this schema's copy of a field (the list itself is shared between copies)."""
+    if name in schema.fields:
+        schema.fields[name].validators = [*schema.fields[name].validators, validator]
+
+
+class FacetLookupRequestSchema(SearchRequestSchema):
+    """A facet value lookup: a prefix, under the same query and filters as a search."""
+
+    prefix = fields.String(load_default="", metadata={"description": "Start of any word of the value."})
+    limit = fields.Integer()
+
+    class Meta:
+        exclude = ("sort", "page", "per_page")
+
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        _limit(
+            self,
+            "prefix",
+            validate.Length(max=settings.max_facet_prefix_length, error="Longer than the maximum of {max} characters."),
+        )
+        _limit(
+            self, "limit", validate.Range(min=1, max=settings.max_per_page, error="Must be between {min} and {max}.")
+        )
+        self.fields["limit"].load_default = settings.facet_limit
+
+    def _build(self, data: dict[str, Any]) -> FacetLookupRequest:
+        return FacetLookupRequest(self._search_request(data), prefix=data["prefix"].strip(), limit=data["limit"])
+
+
+class ExportRequestSchema(SearchRequestSchema):
+    """An export: a format and the search whose results (up to `max_export`) it downloads."""
+
+    format = fields.String(required=True, validate=validate.OneOf(sorted(EXPORT_FORMATS)))
+
+    class Meta:
+        exclude = ("page", "per_page")
+
+    def _build(self, data: dict[str, Any]) -> ExportRequest:
+        return ExportRequest(self._search_request(data), format=data["format"])
+
+
+def load_params(schema: Schema, params: Mapping[str, Any]) -> Any:
+    """Validated request from raw parameters, or `InvalidRequest` naming every bad field.
+
+    `params` may be a multi-dict (a query string): list fields take every value given,
+    other fields exactly one.
+    """
+    getlist = getattr(params, "getlist", None)
+    if getlist is not None:
+        lists = {name for name, field in schema.fields.items() if isinstance(field, fields.List)}
+        repeated = {name: ["Given more than once."] for name in params if name not in lists and len(getlist(name)) > 1}
+        if repeated:
+            raise InvalidRequest(f"invalid parameters: {', '.join(sorted(repeated))}", repeated)
+        params = {name: getlist(name) if name in lists else params[name] for name in params}
     try:
-        return SearchRequestSchema(settings).load(params)
+        return schema.load(params)
     except ValidationError as exc:
         details = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
-        fields_named = ", ".join(sorted(details))
-        raise InvalidRequest(f"invalid search parameters: {fields_named}", details) from None
+        raise InvalidRequest(f"invalid parameters: {', '.join(sorted(details))}", details) from None
+
+
+def parse_search_request(params: Mapping[str, Any], settings: Settings) -> SearchRequest:
+    """Validated search from raw parameters, or `InvalidRequest` naming every bad field."""
+    return load_params(SearchRequestSchema(settings), params)
 
 
 class QuerySchema(Schema):
@@ -94,21 +179,29 @@ class QuerySchema(Schema):
     per_page = fields.Integer()
 
 
-class HitSchema(Schema):
-    id = fields.String()
-    title = fields.String()
-    abstract = fields.String()
-    year = fields.Integer(allow_none=True)
-    subjects = fields.List(fields.String())
-    authors = fields.List(fields.String())
-    score = fields.Float(allow_none=True)
-    highlights = fields.Dict(keys=fields.String(), values=fields.String())
+class PaperSchema(Schema):
+    id = fields.String(required=True)
+    title = fields.String(required=True)
+    abstract = fields.String(required=True)
+    year = fields.Integer(allow_none=True, required=True)
+    subjects = fields.List(fields.String(), required=True)
+    authors = fields.List(fields.String(), required=True)
+
+
+class HighlightsSchema(Schema):
+    title = fields.String(required=True, metadata={"description": "HTML: escaped text, matches in <mark>."})
+    abstract = fields.String(required=True, metadata={"description": "HTML snippet: escaped, matches in <mark>."})
+
+
+class HitSchema(PaperSchema):
+    score = fields.Float(allow_none=True, required=True, metadata={"description": "null unless sorted by relevance."})
+    highlights = fields.Nested(HighlightsSchema, required=True)
 
 
 class FacetValueSchema(Schema):
-    value = fields.Raw()
-    count = fields.Integer()
-    selected = fields.Boolean()
+    value = fields.Raw(required=True, metadata={"description": "A year (integer), subject or author (string)."})
+    count = fields.Integer(required=True)
+    selected = fields.Boolean(required=True)
 
 
 class FacetsSchema(Schema):
@@ -134,3 +227,37 @@ class SearchResultSchema(Schema):
 def dump_search_result(result: SearchResult) -> dict[str, Any]:
     """The JSON-ready document for a result."""
     return SearchResultSchema().dump(result)
+
+
+class RelatedPapersSchema(Schema):
+    id = fields.String(required=True, metadata={"description": "The paper the results are related to."})
+    results = fields.List(fields.Nested(HitSchema), required=True)
+
+
+class FacetLookupSchema(Schema):
+    name = fields.String(required=True)
+    prefix = fields.String(required=True)
+    values = fields.List(fields.Nested(FacetValueSchema), required=True)
+    truncated = fields.Boolean(required=True, metadata={"description": "More values matched than were listed."})
+
+
+class StatusSchema(Schema):
+    status = fields.String(required=True)
+    generation = fields.String(required=True)
+    doc_count = fields.Integer(required=True)
+    built_at = fields.String(required=True)
+    engine = fields.String(required=True)
+
+
+class HealthSchema(Schema):
+    status = fields.String(required=True)
+
+
+class ErrorBodySchema(Schema):
+    code = fields.String(required=True, metadata={"description": "Machine-readable: invalid_parameters, ..."})
+    message = fields.String(required=True)
+    details = fields.Dict(required=True, metadata={"description": "For invalid parameters: field → messages."})
+
+
+class ErrorSchema(Schema):
+    error = fields.Nested(ErrorBodySchema, required=True)

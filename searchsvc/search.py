@@ -38,6 +38,21 @@ class SearchRequest:
         return (self.year_from is None or year >= self.year_from) and (self.year_to is None or year <= self.year_to)
 
 
+@dataclass(frozen=True)
+class FacetLookupRequest:
+    """Values of a facet starting with `prefix`, counted under `search`'s query and filters."""
+
+    search: SearchRequest
+    prefix: str
+    limit: int
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    search: SearchRequest
+    format: str
+
+
 @dataclass
 class Hit:
     """One paper in a result page, with HTML-escaped highlights of its title and abstract."""

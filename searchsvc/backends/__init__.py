@@ -7,7 +7,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from searchsvc.merging import Collection
-from searchsvc.search import SearchRequest, SearchResult
+from searchsvc.papers import Paper
+from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
 
@@ -21,8 +22,20 @@ class Backend(Protocol):
     def search(self, request: SearchRequest) -> SearchResult:
         """Run a validated search on the published index (IndexUnavailable if there is none)."""
 
+    def export(self, request: SearchRequest, limit: int) -> list[Paper]:
+        """The first `limit` papers of the search's whole ordered result set."""
+
+    def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
+        """Values of facet `name` with a word starting with `prefix`, counted like the search's facets."""
+
+    def paper(self, paper_id: str) -> Paper:
+        """One paper by id (PaperNotFound if there is none)."""
+
+    def related(self, paper_id: str, limit: int) -> list[Hit]:
+        """Papers most like the given one, best first."""
+
     def status(self) -> dict[str, Any]:
-        """Facts about the published index: generation, doc_count, built_at, ..."""
+        """Facts about the index this process serves: generation, doc_count, built_at, engine, ..."""
 
 
 def open_backend(settings: Settings) -> Backend:

@@ -1,0 +1,32 @@
+"""gunicorn settings for searchsvc: the Procfile's `web:` line and `searchsvc serve` both use this file.
+
+Environment: PORT (default 8000) and HOST (default 0.0.0.0, the platform convention) for
+the address, WEB_CONCURRENCY for the number of workers, SEARCHSVC_* for the service.
+"""
+
+import multiprocessing
+import os
+
+bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"
+
+# Searching is CPU-bound pure Python and Whoosh searchers are not shared between threads,
+# so one synchronous worker per core; each opens the published index generation itself.
+workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
+worker_class = "sync"
+
+# A search that has not answered in 30 s is stuck; gunicorn replaces the worker.
+timeout = 30
+graceful_timeout = 30
+keepalive = 2
+
+# The longest request line gunicorn accepts (its default is 4094). The app's own limits
+# (500 query characters, 50 values per filter) are the ones users meet: a 500-character
+# query in a non-Latin script is about 4,500 bytes once percent-encoded.
+limit_request_line = 8190
+
+# gunicorn's control socket (for `gunicornc`) defaults to one path per user, which two
+# instances on one machine would fight over; nothing here uses it.
+control_socket_disable = True
+
+accesslog = "-"
+errorlog = "-"

@@ -1,0 +1,129 @@
+"""The JSON API: thin routes from query strings to the backend and back through the schemas."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from flask import Blueprint, Response, jsonify, request
+from marshmallow import Schema
+from werkzeug.exceptions import NotFound
+
+from searchsvc.app import service
+from searchsvc.export import EXPORT_FORMATS
+from searchsvc.schemas import (
+    ExportRequestSchema,
+    FacetLookupRequestSchema,
+    FacetLookupSchema,
+    PaperSchema,
+    RelatedPapersSchema,
+    SearchRequestSchema,
+    SearchResultSchema,
+    load_params,
+)
+from searchsvc.search import FACETS
+
+blueprint = Blueprint("api", __name__, url_prefix="/api")
+View = TypeVar("View", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What the OpenAPI document says of a route: its parameters, its answer, its errors."""
+
+    summary: str
+    params: Callable[[], Schema] | None = None  # made per request: the limits come from settings
+    response: type[Schema] | None = None
+    media_type: str = "application/json"
+    errors: tuple[int, ...] = (503,)
+    path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def documented(operation: Operation) -> Callable[[View], View]:
+    def attach(view: View) -> View:
+        view.operation = operation  # type: ignore[attr-defined]
+        return view
+
+    return attach
+
+
+def _settings_schema(kind: type[SearchRequestSchema]) -> Callable[[], Schema]:
+    return lambda: kind(service().settings)
+
+
+_PAPER_ID = {"paper_id": {"type": "string", "description": "The paper's id, as in search results."}}
+
+
+@blueprint.get("/search")
+@documented(
+    Operation(
+        "Ranked, faceted search",
+        params=_settings_schema(SearchRequestSchema),
+        response=SearchResultSchema,
+        errors=(400, 503),
+    )
+)
+def search() -> Response:
+    search_request = load_params(SearchRequestSchema(service().settings), request.args)
+    return jsonify(SearchResultSchema().dump(service().backend.search(search_request)))
+
+
+@blueprint.get("/papers/<path:paper_id>")
+@documented(Operation("One paper", response=PaperSchema, errors=(404, 503), path_params=_PAPER_ID))
+def paper(paper_id: str) -> Response:
+    return jsonify(PaperSchema().dump(service().backend.paper(paper_id)))
+
+
+@blueprint.get("/papers/<path:paper_id>/related")
+@documented(
+    Operation(
+        "Papers like this one (more-like-this)", response=RelatedPapersSchema, errors=(404, 503), path_params=_PAPER_ID
+    )
+)
+def related(paper_id: str) -> Response:
+    results = service().backend.related(paper_id, service().settings.related_papers)
+    return jsonify(RelatedPapersSchema().dump({"id": paper_id, "results": results}))
+
+
+@blueprint.get("/facets/<name>")
+@documented(
+    Operation(
+        "Facet values starting with a prefix, counted under the query and the other filters",
+        params=_settings_schema(FacetLookupRequestSchema),
+        response=FacetLookupSchema,
+        errors=(400, 404, 503),
+        path_params={"name": {"type": "string", "enum": list(FACETS)}},
+    )
+)
+def facet_values(name: str) -> Response:
+    if name not in FACETS:
+        raise NotFound(f"no facet named {name!r}; the facets are {', '.join(FACETS)}")
+    lookup = load_params(FacetLookupRequestSchema(service().settings), request.args)
+    found = service().backend.facet_values(name, lookup.prefix, lookup.search, lookup.limit)
+    return jsonify(FacetLookupSchema().dump(found))
+
+
+@blueprint.get("/export")
+@documented(
+    Operation(
+        "The search's results as a download (BibTeX, CSV or JSON lines), up to the export limit",
+        params=_settings_schema(ExportRequestSchema),
+        media_type="application/octet-stream",
+        errors=(400, 503),
+    )
+)
+def export() -> Response:
+    settings = service().settings
+    wanted = load_params(ExportRequestSchema(settings), request.args)
+    papers = service().backend.export(wanted.search, settings.max_export)
+    chosen = EXPORT_FORMATS[wanted.format]
+    return Response(
+        chosen.write(papers),
+        content_type=chosen.media_type,
+        headers={
+            "Content-Disposition": f'attachment; filename="searchsvc-export.{chosen.extension}"',
+            "X-Export-Count": str(len(papers)),
+            "X-Export-Limit": str(settings.max_export),
+        },
+    )

@@ -1,0 +1,22 @@
+"""Liveness and readiness for load balancers and deploy platforms."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from searchsvc.app import service
+from searchsvc.schemas import HealthSchema, StatusSchema
+
+blueprint = Blueprint("health", __name__)
+
+
+@blueprint.get("/healthz")
+def healthz() -> Response:
+    """The process is alive (it says nothing about the index)."""
+    return jsonify(HealthSchema().dump({"status": "ok"}))
+
+
+@blueprint.get("/readyz")
+def readyz() -> Response:
+    """The index is loaded: its generation, papers and build time; 503 (IndexUnavailable) if not."""
+    return jsonify(StatusSchema().dump({"status": "ready", **service().backend.status()}))
