@@ -169,14 +169,16 @@ def parse_search_request(params: Mapping[str, Any], settings: Settings) -> Searc
 
 
 class QuerySchema(Schema):
-    q = fields.String()
-    subject = fields.List(fields.String())
-    author = fields.List(fields.String())
-    year_from = fields.Integer(allow_none=True)
-    year_to = fields.Integer(allow_none=True)
-    sort = fields.String()
-    page = fields.Integer()
-    per_page = fields.Integer()
+    """The request as the service understood it (defaults filled in, duplicates dropped)."""
+
+    q = fields.String(required=True)
+    subject = fields.List(fields.String(), required=True)
+    author = fields.List(fields.String(), required=True)
+    year_from = fields.Integer(allow_none=True, required=True)
+    year_to = fields.Integer(allow_none=True, required=True)
+    sort = fields.String(required=True)
+    page = fields.Integer(required=True)
+    per_page = fields.Integer(required=True)
 
 
 class PaperSchema(Schema):
@@ -205,23 +207,23 @@ class FacetValueSchema(Schema):
 
 
 class FacetsSchema(Schema):
-    year = fields.List(fields.Nested(FacetValueSchema))
-    subject = fields.List(fields.Nested(FacetValueSchema))
-    author = fields.List(fields.Nested(FacetValueSchema))
+    year = fields.List(fields.Nested(FacetValueSchema), required=True)
+    subject = fields.List(fields.Nested(FacetValueSchema), required=True)
+    author = fields.List(fields.Nested(FacetValueSchema), required=True)
 
 
 class SearchResultSchema(Schema):
     """The search result document shared by `searchsvc search --json` and `GET /api/search`."""
 
-    query = fields.Nested(QuerySchema, attribute="request")
-    total = fields.Integer()
-    page = fields.Integer()
-    per_page = fields.Integer()
-    pages = fields.Integer()
-    took_ms = fields.Float()
-    results = fields.List(fields.Nested(HitSchema), attribute="hits")
-    facets = fields.Nested(FacetsSchema)
-    suggestion = fields.String(allow_none=True)
+    query = fields.Nested(QuerySchema, attribute="request", required=True)
+    total = fields.Integer(required=True)
+    page = fields.Integer(required=True)
+    per_page = fields.Integer(required=True)
+    pages = fields.Integer(required=True)
+    took_ms = fields.Float(required=True)
+    results = fields.List(fields.Nested(HitSchema), attribute="hits", required=True)
+    facets = fields.Nested(FacetsSchema, required=True)
+    suggestion = fields.String(allow_none=True, required=True)
 
 
 def dump_search_result(result: SearchResult) -> dict[str, Any]:

@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from flask import Flask
+from flask.testing import FlaskClient
 
+from searchsvc import create_app
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.rebuild import rebuild
 from searchsvc.settings import Settings, load_settings
@@ -66,11 +69,22 @@ def jsonl(records: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(record) + "\n" for record in records)
 
 
+def _without_searchsvc_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [name for name in os.environ if name.startswith("SEARCHSVC_")]:
+        monkeypatch.delenv(name)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No SEARCHSVC_* variable of the developer's shell may steer a test."""
-    for name in [name for name in os.environ if name.startswith("SEARCHSVC_")]:
-        monkeypatch.delenv(name)
+    _without_searchsvc_environment(monkeypatch)
+
+
+def app_for(index_dir: Path, **overrides: Any) -> Flask:
+    """The real app on `index_dir`, settings from defaults and `overrides` only."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _without_searchsvc_environment(monkeypatch)
+        return create_app({"index_dir": index_dir, **overrides})
 
 
 @pytest.fixture
@@ -100,6 +114,16 @@ def seed_backend(tmp_path_factory: pytest.TempPathFactory) -> WhooshBackend:
     backend = WhooshBackend(settings_for(tmp_path_factory.mktemp("seed-index")))
     rebuild(backend, [SEEDS])
     return backend
+
+
+@pytest.fixture(scope="session")
+def seed_app(seed_backend: WhooshBackend) -> Flask:
+    return app_for(seed_backend.settings.index_dir)
+
+
+@pytest.fixture
+def client(seed_app: Flask) -> FlaskClient:
+    return seed_app.test_client()
 
 
 @pytest.fixture

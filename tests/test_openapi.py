@@ -1,0 +1,115 @@
+"""`/api/openapi.json` is valid OpenAPI 3.1 and says what the endpoints really accept and return."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate
+
+QUERY_ENDPOINTS = ["/api/search", "/api/facets/author", "/api/export"]
+
+
+@pytest.fixture(scope="module")
+def spec(seed_app: Flask) -> dict[str, Any]:
+    return seed_app.test_client().get("/api/openapi.json").get_json()
+
+
+def query_parameters(spec: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
+    template = path.replace("/author", "/{name}")
+    return {p["name"]: p for p in spec["paths"][template]["get"]["parameters"] if p["in"] == "query"}
+
+
+def example(parameter: dict[str, Any]) -> list[str]:
+    """A valid value for a declared parameter, built only from what the document says."""
+    schema = parameter["schema"]
+    kind = schema["type"] if isinstance(schema["type"], str) else schema["type"][0]
+    if "enum" in schema:
+        return [str(schema["enum"][-1])]
+    if kind == "array":
+        return ["cs.LG"]
+    if kind == "integer":
+        return [str(schema.get("minimum", 1))]
+    return ["embedding"]
+
+
+def test_the_document_is_valid_openapi_3_1(spec: dict[str, Any]) -> None:
+    validate(spec)
+    assert spec["openapi"] == "3.1.0"
+
+
+def test_every_route_is_documented(seed_app: Flask, spec: dict[str, Any]) -> None:
+    routes = {
+        rule.rule.replace("<path:paper_id>", "{paper_id}").replace("<name>", "{name}")
+        for rule in seed_app.url_map.iter_rules()
+        if rule.endpoint != "static" and rule.rule != "/api/openapi.json"
+    }
+    assert routes == set(spec["paths"])
+
+
+@pytest.mark.parametrize("path", QUERY_ENDPOINTS)
+def test_every_declared_parameter_is_accepted_and_nothing_else(
+    client: FlaskClient, spec: dict[str, Any], path: str
+) -> None:
+    declared = query_parameters(spec, path)
+    required = {"format": ["csv"]} if path == "/api/export" else {}
+    for name, parameter in declared.items():
+        response = client.get(path, query_string={**required, name: example(parameter)})
+        assert response.status_code == 200, (name, response.get_data(as_text=True))
+    everything = {name: example(p) for name, p in declared.items()}
+    assert client.get(path, query_string=everything).status_code == 200
+    unknown = client.get(path, query_string={**required, "undeclared": "1"})
+    assert unknown.status_code == 400 and unknown.json["error"]["details"] == {"undeclared": ["Unknown field."]}
+
+
+def test_declared_limits_are_the_enforced_ones(client: FlaskClient, spec: dict[str, Any]) -> None:
+    declared = query_parameters(spec, "/api/search")
+    per_page = declared["per_page"]["schema"]
+    assert (per_page["minimum"], per_page["maximum"], per_page["default"]) == (1, 100, 10)
+    for value, status in ((per_page["maximum"], 200), (per_page["maximum"] + 1, 400), (per_page["minimum"] - 1, 400)):
+        assert client.get(f"/api/search?per_page={value}").status_code == status
+    longest = declared["q"]["schema"]["maxLength"]
+    assert client.get("/api/search", query_string={"q": "a" * longest}).status_code == 200
+    assert client.get("/api/search", query_string={"q": "a" * (longest + 1)}).status_code == 400
+    assert declared["sort"]["schema"]["enum"] == ["relevance", "newest", "oldest"]
+    assert declared["subject"]["schema"]["maxItems"] == 50
+    assert client.get("/api/search", query_string={"subject": ["s"] * 51}).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("url", "template", "status"),
+    [
+        ("/api/search?q=embedding&subject=cs.LG", "/api/search", 200),
+        ("/api/search?sort=newest", "/api/search", 200),
+        ("/api/search?per_page=0", "/api/search", 400),
+        ("/api/search?q=a+AND", "/api/search", 400),
+        ("/api/facets/author?prefix=m", "/api/facets/{name}", 200),
+        ("/api/facets/nope", "/api/facets/{name}", 404),
+        ("/api/papers/nope", "/api/papers/{paper_id}", 404),
+        ("/healthz", "/healthz", 200),
+        ("/readyz", "/readyz", 200),
+    ],
+)
+def test_responses_match_their_declared_schemas(
+    client: FlaskClient, spec: dict[str, Any], url: str, template: str, status: int
+) -> None:
+    response = client.get(url)
+    assert response.status_code == status
+    declared = spec["paths"][template]["get"]["responses"][str(status)]["content"]["application/json"]["schema"]
+    validator = Draft202012Validator({**declared, "components": spec["components"]})
+    errors = [error.message for error in validator.iter_errors(response.get_json())]
+    assert errors == []
+
+
+def test_paper_and_related_responses_match_their_schemas(client: FlaskClient, spec: dict[str, Any]) -> None:
+    paper_id = client.get("/api/search").json["results"][0]["id"]
+    for url, template in (
+        (f"/api/papers/{paper_id}", "/api/papers/{paper_id}"),
+        (f"/api/papers/{paper_id}/related", "/api/papers/{paper_id}/related"),
+    ):
+        declared = spec["paths"][template]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        validator = Draft202012Validator({**declared, "components": spec["components"]})
+        assert [e.message for e in validator.iter_errors(client.get(url).get_json())] == []

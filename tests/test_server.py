@@ -1,0 +1,387 @@
+"""The HTTP service as it is deployed: the Procfile's `web:` line and `searchsvc serve`, for real.
+
+These tests start real gunicorn processes (a master and sync workers) and run real
+`searchsvc rebuild` processes beside them, because what they check only exists across
+processes: each worker noticing a generation published by another process, on its own
+and without a restart, while requests keep arriving; the Procfile's quoting and the
+gunicorn config binding the platform's $HOST:$PORT; `searchsvc serve` building the index
+before it execs gunicorn. Flask's test client runs one app in this process and can show
+none of that.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, SEEDS, jsonl
+
+from searchsvc.cli import gunicorn_command
+
+VENV_BIN = Path(sys.executable).parent
+SEARCHSVC = VENV_BIN / "searchsvc"
+SEED_PAPERS = 28
+WORD = "zyxwvutron"  # made up: no seed paper contains it
+NEW_PAPERS = 30
+REQUEST_TIMEOUT = 30  # seconds; gunicorn's worker timeout is 30 s too
+POLL_INTERVAL = 0.1
+POLL_ATTEMPTS = 300  # × POLL_INTERVAL: about 30 s for a server to come up or a switch to be seen
+MAX_RESPONSES_WAITED = 3000  # responses the clients may need to show a switch (they make ~100 a second)
+FURTHER_RESPONSES = 20  # responses after the first one showing a switch that must all agree with it
+
+# Straight to the loopback server, whatever proxy the environment names.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def get(url: str, timeout: float = REQUEST_TIMEOUT) -> tuple[int, Any]:
+    """GET `url`: its status and JSON body, for error statuses too."""
+    try:
+        with _OPENER.open(url, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        try:
+            return error.code, json.loads(error.read())
+        finally:
+            error.close()
+
+
+def search_url(base: str, q: str, per_page: int) -> str:
+    return f"{base}/api/search?{urllib.parse.urlencode({'q': q, 'per_page': per_page})}"
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (the kernel's pick for port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def procfile_web_command() -> str:
+    """The Procfile's `web:` command, as the platform would hand it to a shell."""
+    for line in (REPO / "Procfile").read_text(encoding="utf-8").splitlines():
+        kind, _, command = line.partition(":")
+        if kind.strip() == "web":
+            return command.strip()
+    raise AssertionError("the Procfile has no web: line")
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """This process's environment (SEARCHSVC_* already removed), the venv's bin first on PATH."""
+    return {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
+
+
+def rebuild_index(index_dir: Path, *sources: Path) -> str:
+    """Run `searchsvc rebuild SOURCES --index-dir index_dir`; return the generation it published."""
+    done = subprocess.run(
+        [str(SEARCHSVC), "rebuild", *map(str, sources), "--index-dir", str(index_dir)],
+        cwd=REPO,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, f"rebuild exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    summary = done.stdout.split()
+    assert summary[:3] == ["rebuilt", "index", "generation"], done.stdout
+    return summary[3]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's process group (gunicorn stops its workers), SIGKILL if it lingers."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=30)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
+
+
+@contextmanager
+def serving(command: list[str], env: Mapping[str, str], port: int, log: Path) -> Iterator[str]:
+    """Run `command` (a server on 127.0.0.1:`port`) from the repository root until /healthz
+    answers; yield its base URL; stop its whole process group on exit.
+
+    Its output goes to the file `log`, not a pipe that could fill up and block it.
+    """
+    base = f"http://127.0.0.1:{port}"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        for _ in range(POLL_ATTEMPTS):
+            if process.poll() is not None:
+                pytest.fail(f"server exited with status {process.returncode}:\n{_tail(log)}")
+            try:
+                if get(f"{base}/healthz", timeout=2)[0] == 200:
+                    break
+            except (OSError, http.client.HTTPException, ValueError):  # refused, reset or cut off while starting
+                pass
+            time.sleep(POLL_INTERVAL)
+        else:
+            pytest.fail(f"server never answered {base}/healthz:\n{_tail(log)}")
+        yield base
+    finally:
+        _stop(process)
+
+
+def _output(log: Path) -> str:
+    return log.read_text(encoding="utf-8", errors="replace")
+
+
+def _tail(log: Path) -> str:
+    return _output(log)[-5000:]
+
+
+@contextmanager
+def procfile_web(tmp_path: Path, index_dir: Path) -> Iterator[str]:
+    """The Procfile's web: command through bash, as a platform runs it, with two workers."""
+    port = free_port()
+    env = environment(PORT=str(port), HOST="127.0.0.1", WEB_CONCURRENCY="2", SEARCHSVC_INDEX_DIR=str(index_dir))
+    with serving(["bash", "-c", procfile_web_command()], env, port, tmp_path / "server.log") as base:
+        yield base
+
+
+def test_procfile_web_line_is_what_searchsvc_serve_runs() -> None:
+    assert shlex.split(procfile_web_command()) == gunicorn_command()
+
+
+# Under load ---------------------------------------------------------------------
+
+QUERIES = ("", "embedding", WORD)
+OLD, NEW = "seeds", "seeds and new"
+# What each state of the index answers to the queries that tell the states apart.
+STATES: dict[str, dict[str, int]] = {
+    OLD: {"": SEED_PAPERS, WORD: 0},
+    NEW: {"": SEED_PAPERS + NEW_PAPERS, WORD: NEW_PAPERS},
+}
+
+
+class Load:
+    """Client threads each sending searches, one new connection per request, until stopped.
+
+    Records every outcome: failures (a status other than 200, an exception, a total that
+    belongs to neither state of the index), per query the run of consecutive responses
+    with the same total, and per client how often the state it sees changes: a client's
+    requests are sequential, so after it has seen a generation it must never see the one
+    before again.
+    """
+
+    def __init__(self, base: str, clients: int, new_ids: set[str]) -> None:
+        self.base = base
+        self.new_ids = new_ids
+        self.requests = 0
+        self.failures: list[str] = []
+        self.runs: dict[str, tuple[int | None, int]] = {q: (None, 0) for q in STATES[OLD]}
+        self.embedding_totals: set[int] = set()
+        self.state_changes = [0] * clients
+        self._last_state: list[str | None] = [None] * clients
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._client, args=(number,), name=f"client-{number}", daemon=True)
+            for number in range(clients)
+        ]
+
+    def __enter__(self) -> Load:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=REQUEST_TIMEOUT + 10)
+        assert not any(thread.is_alive() for thread in self._threads), "a client thread did not stop"
+
+    def _client(self, number: int) -> None:
+        sent = number  # clients start at different queries
+        while not self._stop.is_set():
+            q = QUERIES[sent % len(QUERIES)]
+            sent += 1
+            try:
+                status, body = get(search_url(self.base, q, per_page=50 if q == WORD else 5))
+            except Exception as exc:  # every failure is recorded, none may end the thread
+                self._record_failure(f"q={q!r}: {exc!r}")
+                continue
+            self._record(number, q, status, body)
+
+    def _record_failure(self, failure: str) -> None:
+        with self._changed:
+            self.requests += 1
+            self.failures.append(failure)
+            self._changed.notify_all()
+
+    def _record(self, client: int, q: str, status: int, body: Any) -> None:
+        with self._changed:
+            self.requests += 1
+            try:
+                problem = self._check(client, q, status, body)
+            except (KeyError, TypeError) as exc:
+                problem = f"malformed body {exc!r}"
+            if problem:
+                self.failures.append(f"q={q!r}: {problem}: {json.dumps(body)[:300]}")
+            self._changed.notify_all()
+
+    def _check(self, client: int, q: str, status: int, body: Any) -> str | None:
+        if status != 200:
+            return f"HTTP {status}"
+        total = body["total"]
+        if q == "embedding":
+            self.embedding_totals.add(total)  # the new papers do not mention it: never changes
+            return None
+        value, run = self.runs[q]
+        self.runs[q] = (total, run + 1 if total == value else 1)
+        state = next((name for name, totals in STATES.items() if totals[q] == total), None)
+        if state is None:
+            return f"total {total} is neither the seeds' nor the rebuilt index's"
+        if q == WORD and {hit["id"] for hit in body["results"]} != (self.new_ids if total else set()):
+            return "results are not exactly the new papers"
+        if self._last_state[client] not in (None, state):
+            self.state_changes[client] += 1
+        self._last_state[client] = state
+        return None
+
+    def wait_for(self, state: str) -> None:
+        """Until the first response showing `state` and FURTHER_RESPONSES after it, for each
+        query that tells the states apart, all agree; bounded."""
+        expected = STATES[state]
+        with self._changed:
+            first, quiet = self.requests, 0
+            while self.requests - first < MAX_RESPONSES_WAITED and quiet < POLL_ATTEMPTS:
+                if self._all_agree(expected):
+                    return
+                if not self._changed.wait(POLL_INTERVAL):  # no response at all for a while
+                    quiet += 1
+            raise AssertionError(
+                f"never saw the index as {state!r} {FURTHER_RESPONSES + 1} times in a row: runs {self.runs}, "
+                f"{self.requests} requests, failures {self.failures[:5]}"
+            )
+
+    def _all_agree(self, expected: Mapping[str, int]) -> bool:
+        """The last FURTHER_RESPONSES + 1 responses to each query gave its expected total."""
+        return all(self.runs[q][0] == total and self.runs[q][1] > FURTHER_RESPONSES for q, total in expected.items())
+
+
+def new_records() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"zyx-{number:02d}",
+            "title": f"The {WORD} lattice, part {number}",
+            "abstract": f"We study the {WORD} lattice of quokka migration, case {number}.",
+            "year": 2000 + number % 20,
+            "categories": ["q-bio.PE"],
+            "authors": [f"Quinn Quokka{number}"],
+        }
+        for number in range(NEW_PAPERS)
+    ]
+
+
+def readyz_generation(base: str) -> str:
+    status, body = get(f"{base}/readyz")
+    assert status == 200 and body["status"] == "ready", body
+    return body["generation"]
+
+
+def test_gunicorn_serves_and_switches_to_a_rebuilt_index_under_load(
+    tmp_path: Path, write: Callable[[str, str], Path]
+) -> None:
+    index_dir = tmp_path / "index"
+    built = [rebuild_index(index_dir, SEEDS)]
+    records = new_records()
+    more = write("more.jsonl", jsonl(records))
+
+    with procfile_web(tmp_path, index_dir) as base:
+        served = [readyz_generation(base)]
+        with Load(base, clients=3, new_ids={record["id"] for record in records}) as load:
+            load.wait_for(OLD)
+            built.append(rebuild_index(index_dir, SEEDS, more))
+            load.wait_for(NEW)
+            served.append(readyz_generation(base))
+            built.append(rebuild_index(index_dir, SEEDS))
+            load.wait_for(OLD)
+            served.append(readyz_generation(base))
+
+    assert load.failures == []
+    assert load.requests > 50
+    assert len(load.embedding_totals) == 1 and load.embedding_totals.pop() > 0
+    assert all(changes <= 2 for changes in load.state_changes), load.state_changes  # never back to an older one
+    assert served == built and len(set(served)) == 3
+    log = _output(tmp_path / "server.log")
+    assert log.count("Booting worker") == 2, "a worker was replaced: the switch must need no restart"
+    assert "Traceback" not in log and "WORKER TIMEOUT" not in log
+
+
+# Starting up --------------------------------------------------------------------
+
+
+def test_searchsvc_serve_builds_the_index_from_seeds_when_none_is_published(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    port = free_port()
+    command = [str(SEARCHSVC), "serve", "--host", "127.0.0.1", "--port", str(port), "--index-dir", str(index_dir)]
+
+    with serving(command, environment(WEB_CONCURRENCY="1"), port, tmp_path / "server.log") as base:
+        for _ in range(POLL_ATTEMPTS):
+            status, ready = get(f"{base}/readyz")
+            if status == 200:
+                break
+            time.sleep(POLL_INTERVAL)
+        assert status == 200, ready
+        assert ready["doc_count"] == SEED_PAPERS
+        status, found = get(search_url(base, "compositional embeddings", per_page=5))
+        assert status == 200 and found["total"] > 0 and found["results"]
+
+    assert (index_dir / "generations" / ready["generation"]).is_dir()
+    assert "building it from seeds" in _output(tmp_path / "server.log")
+
+
+def test_readyz_is_503_until_an_index_is_published(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+
+    with procfile_web(tmp_path, index_dir) as base:
+        status, body = get(f"{base}/readyz")
+        assert status == 503 and body["error"]["code"] == "index_unavailable", body
+        status, body = get(search_url(base, "embedding", per_page=5))
+        assert status == 503 and body["error"]["code"] == "index_unavailable", body
+
+        generation = rebuild_index(index_dir, SEEDS)
+
+        for _ in range(10):  # the same server; spread over its two workers, each notices the index itself
+            status, body = get(f"{base}/readyz")
+            assert status == 200 and body["generation"] == generation and body["doc_count"] == SEED_PAPERS, body
+            status, body = get(search_url(base, "", per_page=5))
+            assert status == 200 and body["total"] == SEED_PAPERS, body
