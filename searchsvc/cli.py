@@ -116,6 +116,8 @@ def search_command(query: str, as_json: bool, index_dir: Path | None, **params: 
 def _print_result(result: SearchResult) -> None:
     pages = f", page {result.page} of {result.pages}" if result.pages > 1 else ""
     click.echo(f"{result.total} paper{'s' if result.total != 1 else ''}{pages} ({result.took_ms:.1f} ms)")
+    if result.suggestion:
+        click.echo(f"did you mean: {result.suggestion}")
     if result.total and not result.hits:
         click.echo(f"page {result.page} is past the last page ({result.pages})")
     for number, hit in enumerate(result.hits, start=result.request.start + 1):

@@ -152,6 +152,27 @@ def required_words(node: Node | None) -> Node | None:
     return AllOf(node.nodes)
 
 
+def split_group(group: Group) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
+    """A group's clauses as (narrowing, describing).
+
+    `year:`, `subject:` and `author:` clauses typed beside words narrow the search, as a
+    filter would (`year:2020 parsing` is parsing papers of 2020); words describe it and
+    any of them may match.
+    """
+    narrowing = tuple(node for node in group.nodes if _narrows(node))
+    return narrowing, tuple(node for node in group.nodes if not _narrows(node))
+
+
+def _narrows(node: Node) -> bool:
+    if isinstance(node, Years):
+        return True
+    if isinstance(node, Word | Phrase | Prefix):
+        return node.field in ("author", "subject")
+    if isinstance(node, AnyOf | AllOf | Group):
+        return all(_narrows(child) for child in node.nodes)
+    return False
+
+
 def words(node: Node | None) -> list[Word]:
     """Every plain word of the query, in order (for spelling suggestions)."""
     if isinstance(node, Word):

@@ -165,6 +165,12 @@ def test_query_syntax_through_the_api(client: FlaskClient) -> None:
     assert ids("embedding -compositional") == ids("embedding") - ids("compositional")
     assert ids("embedding AND compositional") == ids("embedding") & ids("compositional")
     assert ids("compositional OR shampoo") == ids("compositional") | ids("shampoo")
+    # year:, subject: and author: beside words narrow the search like filters.
+    assert ids("year:2021 author:mudigere training") == ids("year:2021") & ids("author:mudigere") & ids("training")
+    assert ids("year:2021 training") == {
+        hit["id"]
+        for hit in client.get("/api/search?q=training&year_from=2021&year_to=2021&per_page=100").json["results"]
+    }
 
 
 def test_exact_phrases_match_unstemmed_text(tmp_path: Path) -> None:

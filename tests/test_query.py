@@ -5,7 +5,20 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.errors import QuerySyntaxError
-from searchsvc.query import AllOf, AnyOf, Group, Not, Phrase, Prefix, Word, Years, parse, required_words, words
+from searchsvc.query import (
+    AllOf,
+    AnyOf,
+    Group,
+    Not,
+    Phrase,
+    Prefix,
+    Word,
+    Years,
+    parse,
+    required_words,
+    split_group,
+    words,
+)
 
 
 def texts(node) -> list[str]:
@@ -18,6 +31,18 @@ def test_words_side_by_side_form_a_group_whose_all_words_tier_is_required() -> N
     assert required_words(tree) == AllOf(tree.nodes)
     assert required_words(parse("graph OR neural")) is None  # explicit operators say what is required
     assert required_words(parse("graph")) is None
+
+
+def test_year_subject_and_author_clauses_beside_words_narrow_the_search() -> None:
+    tree = parse("year:2020 graph subject:cs.LG networks (author:a OR author:b) title:x")
+    assert isinstance(tree, Group)
+    narrowing, describing = split_group(tree)
+    assert narrowing == (
+        Years(2020, 2020),
+        Word("cs.LG", "subject", 24, 29),
+        AnyOf((Word("a", "author", 47, 48), Word("b", "author", 59, 60))),
+    )
+    assert texts(Group(describing)) == ["graph", "networks", "x"]
 
 
 def test_operators_and_precedence() -> None:

@@ -100,13 +100,16 @@ class WhooshBackend:
         found = self._match(request)
         ranked = self._rank(found, request)
         words = matched_words(found.compiled.scored) if found.compiled else MatchedWords()
+        hits = [self._hit(found.gen, docnum, score, words) for docnum, score in ranked]
+        facets = found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limit)
+        suggestion = self._suggestion(found, request)
         return SearchResult(
             request=request,
             total=len(found.allowed),
-            hits=[self._hit(found.gen, docnum, score, words) for docnum, score in ranked],
-            facets=found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limit),
+            hits=hits,
+            facets=facets,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
-            suggestion=self._suggestion(found, request),
+            suggestion=suggestion,
         )
 
     def export(self, request: SearchRequest, limit: int) -> list[Paper]:

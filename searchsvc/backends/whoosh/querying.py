@@ -18,7 +18,19 @@ from whoosh.reading import IndexReader
 from searchsvc.backends.whoosh.highlighting import MatchedWords
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_BOOSTS, SEARCH_FIELDS
 from searchsvc.errors import QueryTooBroad
-from searchsvc.query import AllOf, Group, Node, Not, Phrase, Prefix, Word, Years, query_error, required_words
+from searchsvc.query import (
+    AllOf,
+    Group,
+    Node,
+    Not,
+    Phrase,
+    Prefix,
+    Word,
+    Years,
+    query_error,
+    required_words,
+    split_group,
+)
 
 # Scores of documents matching more of a group's clauses are raised (Whoosh's coordination
 # bonus), which orders papers within each tier of search.rank.
@@ -61,7 +73,13 @@ class QueryCompiler:
             return query.Not(self._query(node.node))
         if isinstance(node, AllOf):
             return query.And([self._query(child) for child in node.nodes])
-        return _any_of([self._query(child) for child in node.nodes], _COORDINATION if isinstance(node, Group) else None)
+        if isinstance(node, Group):
+            narrowing, describing = split_group(node)
+            parts = [self._query(child) for child in narrowing]
+            if describing:
+                parts.append(_any_of([self._query(child) for child in describing], _COORDINATION))
+            return parts[0] if len(parts) == 1 else query.And(parts)
+        return _any_of([self._query(child) for child in node.nodes], None)
 
     def _word(self, node: Word) -> Query:
         if node.field == "subject":
@@ -90,7 +108,7 @@ class QueryCompiler:
             fields = [node.field]
         else:
             fields = [EXACT_FIELDS[field] for field in _text_fields(node.field)]
-        expanded = []
+        expanded: list[Query] = []
         for field in fields:
             words = list(self._schema[field].process_text(node.text, mode="query"))
             if len(words) != 1:
