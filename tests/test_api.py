@@ -391,3 +391,61 @@ def test_health_readiness_and_security_headers(client: FlaskClient, seed_backend
     for response in (ready, client.get("/api/search"), client.get("/api/missing")):
         assert response.headers["X-Content-Type-Options"] == "nosniff"
         assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+
+
+NASTY_QUERIES = [
+    "\x00",
+    "a\x00b",
+    "\x1b[31m",
+    "(((",
+    '"""',
+    "AND OR NOT",
+    "NOT NOT x",
+    "-(-(x))",
+    "- -x",
+    "**",
+    "title:*",
+    "year:",
+    "year:0000",
+    "year:..",
+    "🙂*",
+    "日本語",
+    "a:b:c",
+    "title:()",
+    "x^2 y~ [1 TO 2] {a} \\ ` '",
+    "\u200b\ufeff",
+    "(" * 250,
+    '"' + "a " * 240 + '"',
+    "x*" * 100,
+]
+
+
+@pytest.mark.parametrize("q", NASTY_QUERIES)
+def test_nasty_queries_get_an_answer_or_a_clear_400_never_a_500(client: FlaskClient, q: str) -> None:
+    for url, extra in (
+        ("/api/search", {}),
+        ("/api/facets/author", {"prefix": q[:100]}),
+        ("/api/export", {"format": "csv"}),
+    ):
+        response = client.get(url, query_string={"q": q, **extra})
+        assert response.status_code in (200, 400), (url, response.get_data(as_text=True))
+        if response.status_code == 400:
+            assert response.json["error"]["code"] in ("query_syntax", "query_too_broad", "invalid_parameters")
+            assert response.json["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"page": "99999999999999999999999"},
+        {"per_page": "1e3"},
+        {"year_from": "-5"},
+        {"year_to": "2020.5"},
+        {"page": "-1"},
+        {"subject": ""},
+        {"author": ""},
+        {"sort": ""},
+    ],
+)
+def test_out_of_range_and_malformed_parameters_are_a_400(client: FlaskClient, params: dict) -> None:
+    assert error_of(client, "/api/search?" + "&".join(f"{k}={v}" for k, v in params.items()), 400)["details"]
