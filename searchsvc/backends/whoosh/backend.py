@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -172,10 +173,7 @@ class WhooshBackend:
             key = gen.oldest_rank.__getitem__ if request.sort == "oldest" else None
             page = heapq.nsmallest(request.end, found.allowed, key=key)[request.start :]
             return [(docnum, None) for docnum in page]
-        tiers = [found.allowed]
-        if compiled.required is not None:
-            first = found.allowed & frozenset(gen.searcher.docs_for_query(compiled.required))
-            tiers = [first, found.allowed - first]
+        tiers = [found.allowed] if compiled.required is None else [found.all_words, found.allowed - found.all_words]
         ranked: list[tuple[int, float | None]] = []
         offset = 0
         for tier in tiers:
@@ -202,7 +200,7 @@ class WhooshBackend:
         for (start, end), better in sorted(respelled.items(), reverse=True):
             corrected = corrected[:start] + better + corrected[end:]
         alternative = self._match(replace(request, q=corrected))
-        return corrected if _strict_count(alternative) > _strict_count(found) else None
+        return corrected if len(alternative.all_words) > len(found.all_words) else None
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
         paper = _paper(gen.searcher.stored_fields(docnum))
@@ -226,16 +224,16 @@ class _Found:
     gen: OpenGeneration
     tree: Node | None
     compiled: CompiledQuery | None
-    matched: frozenset[int]
+    matched: frozenset[int]  # what the query matches
     filters: dict[str, frozenset[int] | None]
-    allowed: frozenset[int]
+    allowed: frozenset[int]  # ... and the filters let through
 
-
-def _strict_count(found: _Found) -> int:
-    """Papers through the filters that match all words of a group (or the whole query)."""
-    if found.compiled is None or found.compiled.required is None:
-        return len(found.allowed)
-    return len(found.allowed & frozenset(found.gen.searcher.docs_for_query(found.compiled.required)))
+    @cached_property
+    def all_words(self) -> frozenset[int]:
+        """Allowed papers matching all words of a group (every allowed paper for other queries)."""
+        if self.compiled is None or self.compiled.required is None:
+            return self.allowed
+        return self.allowed & frozenset(self.gen.searcher.docs_for_query(self.compiled.required))
 
 
 def _docnum(gen: OpenGeneration, paper_id: str) -> int:
