@@ -30,3 +30,10 @@ control_socket_disable = True
 
 accesslog = "-"
 errorlog = "-"
+
+
+def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
+    """Open the published index in each new worker before its first request, so no user waits for it."""
+    from searchsvc.app import open_index
+
+    open_index(worker.wsgi)

@@ -9,6 +9,7 @@ from typing import Any
 from flask import Flask, Response, current_app
 
 from searchsvc.backends import Backend, open_backend
+from searchsvc.errors import SearchsvcError
 from searchsvc.settings import Settings, load_settings
 
 _SECURITY_HEADERS = {
@@ -45,6 +46,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 def service() -> Service:
     """The service of the app handling the current request."""
     return current_app.extensions["searchsvc"]
+
+
+def open_index(app: Flask) -> None:
+    """Open the published index now rather than on the first request; without one, just log it."""
+    try:
+        app.extensions["searchsvc"].backend.status()
+    except SearchsvcError as exc:  # /readyz reports it until an index is published
+        app.logger.warning("index not loaded: %s", exc.message)
 
 
 def _add_security_headers(response: Response) -> Response:

@@ -449,3 +449,11 @@ def test_nasty_queries_get_an_answer_or_a_clear_400_never_a_500(client: FlaskCli
 )
 def test_out_of_range_and_malformed_parameters_are_a_400(client: FlaskClient, params: dict) -> None:
     assert error_of(client, "/api/search?" + "&".join(f"{k}={v}" for k, v in params.items()), 400)["details"]
+
+
+def test_a_worker_starts_without_an_index_and_says_why(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from searchsvc.app import open_index
+
+    app = app_for(tmp_path / "empty")
+    open_index(app)  # gunicorn's post_worker_init hook: must not stop the worker from booting
+    assert "index not loaded: no index is published" in caplog.text
