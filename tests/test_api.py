@@ -9,11 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import app_for, jsonl
 from flask import Flask
 from flask.testing import FlaskClient
 
 from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.cli import main
 from searchsvc.rebuild import rebuild
 from searchsvc.settings import load_settings
 
@@ -52,17 +54,6 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
     response = client.get("/api/search?q=compositional+embeddings&per_page=3")
     assert response.status_code == 200
     document = response.get_json()
-    assert list(document) == [
-        "query",
-        "total",
-        "page",
-        "per_page",
-        "pages",
-        "took_ms",
-        "results",
-        "facets",
-        "suggestion",
-    ]
     assert document["query"] == {
         "q": "compositional embeddings",
         "subject": [],
@@ -78,6 +69,20 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
     assert top["highlights"]["title"].startswith("<mark>Compositional</mark> <mark>Embeddings</mark>")
     assert set(top) == {"id", "title", "abstract", "year", "subjects", "authors", "score", "highlights"}
     assert document["pages"] == -(-document["total"] // 3)
+
+
+def test_the_cli_prints_the_document_the_api_returns(client: FlaskClient, seed_backend: WhooshBackend) -> None:
+    url = "/api/search?q=embedding+-compositional&subject=cs.LG&subject=cs.IR&sort=newest&per_page=4&page=2"
+    api = client.get(url).get_json()
+    printed = CliRunner().invoke(
+        main,
+        ["search", "embedding -compositional", "--subject", "cs.LG", "--subject", "cs.IR", "--sort", "newest"]
+        + ["--per-page", "4", "--page", "2", "--json", "--index-dir", str(seed_backend.settings.index_dir)],
+    )
+    assert printed.exit_code == 0, printed.output
+    cli = json.loads(printed.stdout)
+    assert api.pop("took_ms") >= 0 and cli.pop("took_ms") >= 0
+    assert cli == api and api["total"] > 4
 
 
 def test_multi_select_subject_facet_keeps_counting_the_other_subjects(client: FlaskClient) -> None:
