@@ -34,8 +34,8 @@ class Operation:
 
     summary: str
     params: Callable[[], Schema] | None = None  # made per request: the limits come from settings
-    response: type[Schema] | None = None
-    media_type: str = "application/json"
+    response: type[Schema] | None = None  # JSON; or else a download in one of `download_types`
+    download_types: tuple[str, ...] = ()
     errors: tuple[int, ...] = (503,)
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -109,7 +109,7 @@ def facet_values(name: str) -> Response:
     Operation(
         "The search's results as a download (BibTeX, CSV or JSON lines), up to the export limit",
         params=_settings_schema(ExportRequestSchema),
-        media_type="application/octet-stream",
+        download_types=tuple(chosen.media_type for chosen in EXPORT_FORMATS.values()),
         errors=(400, 503),
     )
 )

@@ -64,7 +64,7 @@ def _operation(operation: Operation) -> dict[str, Any]:
     answer = (
         {"application/json": {"schema": operation.response}}
         if operation.response is not None
-        else {operation.media_type: {"schema": {"type": "string"}}}
+        else {media_type: {"schema": {"type": "string"}} for media_type in operation.download_types}
     )
     result = _simple(operation.summary, answer, operation.errors)
     result["parameters"] = parameters

@@ -113,3 +113,11 @@ def test_paper_and_related_responses_match_their_schemas(client: FlaskClient, sp
         declared = spec["paths"][template]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
         validator = Draft202012Validator({**declared, "components": spec["components"]})
         assert [e.message for e in validator.iter_errors(client.get(url).get_json())] == []
+
+
+@pytest.mark.parametrize("export_format", ["bibtex", "csv", "jsonl"])
+def test_export_downloads_have_a_declared_media_type(
+    client: FlaskClient, spec: dict[str, Any], export_format: str
+) -> None:
+    declared = spec["paths"]["/api/export"]["get"]["responses"]["200"]["content"]
+    assert client.get(f"/api/export?format={export_format}").headers["Content-Type"] in declared
