@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import Schema
@@ -12,6 +10,7 @@ from werkzeug.exceptions import NotFound
 
 from searchsvc.app import service
 from searchsvc.export import EXPORT_FORMATS
+from searchsvc.openapi import Operation, documented
 from searchsvc.schemas import (
     ExportRequestSchema,
     FacetLookupRequestSchema,
@@ -25,27 +24,6 @@ from searchsvc.schemas import (
 from searchsvc.search import FACETS
 
 blueprint = Blueprint("api", __name__, url_prefix="/api")
-View = TypeVar("View", bound=Callable[..., Any])
-
-
-@dataclass(frozen=True)
-class Operation:
-    """What the OpenAPI document says of a route: its parameters, its answer, its errors."""
-
-    summary: str
-    params: Callable[[], Schema] | None = None  # made per request: the limits come from settings
-    response: type[Schema] | None = None  # JSON; or else a download in one of `download_types`
-    download_types: tuple[str, ...] = ()
-    errors: tuple[int, ...] = (503,)
-    path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def documented(operation: Operation) -> Callable[[View], View]:
-    def attach(view: View) -> View:
-        view.operation = operation  # type: ignore[attr-defined]
-        return view
-
-    return attach
 
 
 def _settings_schema(kind: type[SearchRequestSchema]) -> Callable[[], Schema]:

@@ -163,13 +163,7 @@ def serve_command(host: str, port: int, index_dir: Path | None) -> None:
         backend.status()
     except IndexUnavailable as exc:
         click.echo(f"{exc.message}; building it from {', '.join(map(str, settings.sources))}", err=True)
-        rebuild_report = rebuild(
-            backend,
-            list(settings.sources),
-            progress=_progress_bar,
-            warn=lambda m: click.echo(f"warning: {m}", err=True),
-        )
-        click.echo(rebuild_report.summary(), err=True)
+        click.echo(_rebuild(backend, list(settings.sources)).summary(), err=True)
     if not GUNICORN_CONFIG.is_file():
         raise click.UsageError(f"run `searchsvc serve` from the repository root: {GUNICORN_CONFIG} is not here")
     environment = dict(os.environ, HOST=host, PORT=str(port), SEARCHSVC_INDEX_DIR=str(settings.index_dir))

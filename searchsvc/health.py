@@ -5,18 +5,21 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from searchsvc.app import service
+from searchsvc.openapi import Operation, documented
 from searchsvc.schemas import HealthSchema, StatusSchema
 
 blueprint = Blueprint("health", __name__)
 
 
 @blueprint.get("/healthz")
+@documented(Operation("The process is alive", response=HealthSchema, errors=()))
 def healthz() -> Response:
     """The process is alive (it says nothing about the index)."""
     return jsonify(HealthSchema().dump({"status": "ok"}))
 
 
 @blueprint.get("/readyz")
+@documented(Operation("The index is loaded", response=StatusSchema))
 def readyz() -> Response:
     """The index is loaded: its generation, papers and build time; 503 (IndexUnavailable) if not."""
     return jsonify(StatusSchema().dump({"status": "ready", **service().backend.status()}))

@@ -1,22 +1,24 @@
 """`GET /api/openapi.json`: the OpenAPI 3.1 document, generated from the routes and their schemas.
 
-Each API route carries an `Operation` (see api.py); the request schemas are the ones the
-routes load parameters with, made with this app's settings, so the document states the
-limits the service enforces.
+Each documented route carries an `Operation`; the request schemas are the ones the routes
+load parameters with, made with this app's settings, so the document states the limits the
+service enforces.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import Any
+from typing import Any, TypeVar
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
+from marshmallow import Schema
 
-from searchsvc.api import Operation
-from searchsvc.schemas import ErrorSchema, HealthSchema, StatusSchema
+from searchsvc.schemas import ErrorSchema
 
 blueprint = Blueprint("openapi", __name__)
 _CONVERTER = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
@@ -25,6 +27,31 @@ _ERROR_REASONS = {
     404: "Unknown paper, facet or route",
     503: "No index is published or it cannot be read",
 }
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What the OpenAPI document says of a route: its parameters, its answer, its errors."""
+
+    summary: str
+    params: Callable[[], Schema] | None = None  # made per request: the limits come from settings
+    response: type[Schema] | None = None  # JSON; or else a download in one of `download_types`
+    download_types: tuple[str, ...] = ()
+    errors: tuple[int, ...] = (503,)
+    path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+View = TypeVar("View", bound=Callable[..., Any])
+
+
+def documented(operation: Operation) -> Callable[[View], View]:
+    """Attach `operation` to a view, for the document."""
+
+    def attach(view: View) -> View:
+        view.operation = operation  # type: ignore[attr-defined]
+        return view
+
+    return attach
 
 
 def init_app(app: Flask) -> None:
@@ -49,8 +76,6 @@ def build_spec(app: Flask) -> APISpec:
         operation = getattr(app.view_functions[rule.endpoint], "operation", None)
         if isinstance(operation, Operation):
             spec.path(path=_CONVERTER.sub(r"{\1}", rule.rule), operations={"get": _operation(operation)})
-    spec.path(path="/healthz", operations={"get": _simple("The process is alive", HealthSchema, ())})
-    spec.path(path="/readyz", operations={"get": _simple("The index is loaded", StatusSchema, (503,))})
     return spec
 
 
@@ -61,22 +86,15 @@ def _operation(operation: Operation) -> dict[str, Any]:
     ]
     if operation.params is not None:
         parameters.append({"in": "query", "schema": operation.params()})
-    answer = (
+    content = (
         {"application/json": {"schema": operation.response}}
         if operation.response is not None
         else {media_type: {"schema": {"type": "string"}} for media_type in operation.download_types}
     )
-    result = _simple(operation.summary, answer, operation.errors)
-    result["parameters"] = parameters
-    return result
-
-
-def _simple(summary: str, answer: Any, errors: tuple[int, ...]) -> dict[str, Any]:
-    content = answer if isinstance(answer, dict) else {"application/json": {"schema": answer}}
     responses: dict[str, Any] = {"200": {"description": "OK", "content": content}}
-    for status in errors:
+    for status in operation.errors:
         responses[str(status)] = {
             "description": _ERROR_REASONS[status],
             "content": {"application/json": {"schema": "Error"}},
         }
-    return {"summary": summary, "responses": responses}
+    return {"summary": operation.summary, "parameters": parameters, "responses": responses}

@@ -63,10 +63,10 @@ class FacetIndex:
         """Multi-select counts: each facet counted under every filter except its own."""
         result = {}
         for name in FACETS:
-            base = intersect(matched, [f for other, f in filters.items() if other != name])
-            facet = self._facets[name]
-            counted = Counter(chain.from_iterable(map(facet.of_doc.__getitem__, base)))
-            result[name] = _listing(facet, counted, self._selection(name, request), limit, by_value=name == "year")
+            counted = self._counted(name, matched, filters)
+            result[name] = _listing(
+                self._facets[name], counted, self._selection(name, request), limit, by_value=name == "year"
+            )
         return result
 
     def lookup(
@@ -86,13 +86,17 @@ class FacetIndex:
         facet = self._facets[name]
         wanted = fold(prefix)
         candidates = {i for i, tails in enumerate(facet.tails) if any(tail.startswith(wanted) for tail in tails)}
-        base = intersect(matched, [f for other, f in filters.items() if other != name])
-        counted = Counter(i for i in chain.from_iterable(map(facet.of_doc.__getitem__, base)) if i in candidates)
+        counted = Counter({i: n for i, n in self._counted(name, matched, filters).items() if i in candidates})
         selection = self._selection(name, request)
         selected = {i for i in selection.marked if i in candidates}
         shown = sorted(set(counted) | selected, key=_order(facet, counted, by_value=name == "year"))
         values = [FacetValue(facet.values[i], counted[i], i in selection.marked) for i in shown[:limit]]
         return values, len(shown) > limit
+
+    def _counted(self, name: str, matched: frozenset[int], filters: dict[str, frozenset[int] | None]) -> Counter[int]:
+        """Papers per value of facet `name` among the matched ones, under every filter but its own."""
+        base = intersect(matched, [f for other, f in filters.items() if other != name])
+        return Counter(chain.from_iterable(map(self._facets[name].of_doc.__getitem__, base)))
 
     def _value_filter(self, name: str, wanted: tuple[str, ...]) -> frozenset[int] | None:
         if not wanted:
