@@ -47,6 +47,7 @@ class ExportFormat:
     """One download format: what to label the response with, and the writer that streams its chunks."""
 
     name: str
+    label: str  # what a person calls it
     media_type: str
     extension: str
     write: Callable[[Iterable[Paper]], Iterator[str]]
@@ -179,8 +180,8 @@ def _letters(number: int) -> str:
 EXPORT_FORMATS: dict[str, ExportFormat] = {
     export.name: export
     for export in (
-        ExportFormat("bibtex", "application/x-bibtex; charset=utf-8", "bib", _write_bibtex),
-        ExportFormat("csv", "text/csv; charset=utf-8", "csv", _write_csv),
-        ExportFormat("jsonl", "application/x-ndjson; charset=utf-8", "jsonl", _write_jsonl),
+        ExportFormat("bibtex", "BibTeX", "application/x-bibtex; charset=utf-8", "bib", _write_bibtex),
+        ExportFormat("csv", "CSV", "text/csv; charset=utf-8", "csv", _write_csv),
+        ExportFormat("jsonl", "JSON lines", "application/x-ndjson; charset=utf-8", "jsonl", _write_jsonl),
     )
 }

@@ -1,15 +1,16 @@
-"""Every error becomes one JSON shape and status, mapped here and nowhere else.
+"""Every error becomes one status and message, mapped here and nowhere else.
 
-`{"error": {"code": ..., "message": ..., "details": {...}}}`: 400 for bad parameters and
-queries, 404 for unknown papers and routes, 503 when no index can be served. Anything
-unexpected is logged and answered with a 500 in the same shape, never a traceback.
+The API and the health routes answer `{"error": {"code": ..., "message": ..., "details": {...}}}`;
+the pages people read (everything outside /api) answer an HTML page with the same message.
+400 for bad parameters and queries, 404 for unknown papers and routes, 503 when no index
+can be served. Anything unexpected is logged and answered with a 500, never a traceback.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from searchsvc.errors import IndexUnavailable, InvalidRequest, PaperNotFound, QuerySyntaxError, SearchsvcError
@@ -28,10 +29,30 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(Exception, _unexpected_error)
 
 
+_PAGE_TITLES = {
+    400: "This request could not be understood",
+    404: "Not found",
+    405: "Method not allowed",
+    503: "Search is not available right now",
+}
+_JSON_BLUEPRINTS = ("api", "health", "openapi")
+
+
 def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> Response:
-    response = jsonify({"error": {"code": code, "message": message, "details": details or {}}})
+    if _wants_page():
+        title = _PAGE_TITLES.get(status, "Something went wrong")
+        response = Response(render_template("error.html", title=title, message=message), mimetype="text/html")
+    else:
+        response = jsonify({"error": {"code": code, "message": message, "details": details or {}}})
     response.status_code = status
     return response
+
+
+def _wants_page() -> bool:
+    """Whether the request is for a page a person reads rather than for the JSON API."""
+    if request.blueprint is not None:
+        return request.blueprint not in _JSON_BLUEPRINTS
+    return not request.path.startswith("/api/") and request.path != "/api"
 
 
 def _status_for(error: SearchsvcError) -> int:

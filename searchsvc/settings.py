@@ -40,6 +40,9 @@ class Settings:
         10_000, "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort"
     )
     facet_limit: int = _setting(10, "values listed per facet, so a long tail of authors does not bloat every response")
+    year_facet_limit: int = _setting(
+        150, "years listed in the year facet: the page's histogram shows every year of a collection this old"
+    )
     max_filter_values: int = _setting(50, "values selectable per facet filter; each is a set union")
     max_wildcard_terms: int = _setting(
         300, "words one trailing wildcard may expand to; each is a posting list read, and `a*` would read most"
@@ -48,6 +51,10 @@ class Settings:
     related_papers: int = _setting(5, "papers listed as related to one paper")
     max_export: int = _setting(1000, "papers in one export download: a reading list, not a copy of the index")
     build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment")
+
+    def facet_limits(self) -> dict[str, int]:
+        """Values listed per facet in a search result."""
+        return {"year": self.year_facet_limit, "subject": self.facet_limit, "author": self.facet_limit}
 
     def describe(self) -> list[tuple[str, Any, str]]:
         """Each setting as (name, value, reason)."""

@@ -11,167 +11,44 @@ none of that.
 
 from __future__ import annotations
 
-import http.client
 import json
-import os
 import shlex
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
-from conftest import REPO, SEEDS, jsonl
+from conftest import SEEDS, jsonl
+from servers import (
+    POLL_ATTEMPTS,
+    POLL_INTERVAL,
+    REQUEST_TIMEOUT,
+    SEARCHSVC,
+    environment,
+    free_port,
+    get,
+    procfile_web,
+    procfile_web_command,
+    rebuild_index,
+    server_output,
+    serving,
+)
 
 from searchsvc.cli import gunicorn_command
 
-VENV_BIN = Path(sys.executable).parent
-SEARCHSVC = VENV_BIN / "searchsvc"
 SEED_PAPERS = 28
 WORD = "zyxwvutron"  # made up: no seed paper contains it
 NEW_PAPERS = 30
-REQUEST_TIMEOUT = 30  # seconds; gunicorn's worker timeout is 30 s too
-POLL_INTERVAL = 0.1
-POLL_ATTEMPTS = 300  # × POLL_INTERVAL: about 30 s for a server to come up or a switch to be seen
 MAX_RESPONSES_WAITED = 3000  # responses the clients may need to show a switch (they make ~100 a second)
 FURTHER_RESPONSES = 20  # responses after the first one showing a switch that must all agree with it
-
-# Straight to the loopback server, whatever proxy the environment names.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def get(url: str, timeout: float = REQUEST_TIMEOUT) -> tuple[int, Any]:
-    """GET `url`: its status and JSON body, for error statuses too."""
-    try:
-        with _OPENER.open(url, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        try:
-            return error.code, json.loads(error.read())
-        finally:
-            error.close()
 
 
 def search_url(base: str, q: str, per_page: int) -> str:
     return f"{base}/api/search?{urllib.parse.urlencode({'q': q, 'per_page': per_page})}"
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now (the kernel's pick for port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def procfile_web_command() -> str:
-    """The Procfile's `web:` command, as the platform would hand it to a shell."""
-    for line in (REPO / "Procfile").read_text(encoding="utf-8").splitlines():
-        kind, _, command = line.partition(":")
-        if kind.strip() == "web":
-            return command.strip()
-    raise AssertionError("the Procfile has no web: line")
-
-
-def environment(**extra: str) -> dict[str, str]:
-    """This process's environment (SEARCHSVC_* already removed), the venv's bin first on PATH."""
-    return {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
-
-
-def rebuild_index(index_dir: Path, *sources: Path) -> str:
-    """Run `searchsvc rebuild SOURCES --index-dir index_dir`; return the generation it published."""
-    done = subprocess.run(
-        [str(SEARCHSVC), "rebuild", *map(str, sources), "--index-dir", str(index_dir)],
-        cwd=REPO,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, f"rebuild exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    summary = done.stdout.split()
-    assert summary[:3] == ["rebuilt", "index", "generation"], done.stdout
-    return summary[3]
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group (gunicorn stops its workers), SIGKILL if it lingers."""
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            process.wait(timeout=30)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    process.wait()
-
-
-@contextmanager
-def serving(command: list[str], env: Mapping[str, str], port: int, log: Path) -> Iterator[str]:
-    """Run `command` (a server on 127.0.0.1:`port`) from the repository root until /healthz
-    answers; yield its base URL; stop its whole process group on exit.
-
-    Its output goes to the file `log`, not a pipe that could fill up and block it.
-    """
-    base = f"http://127.0.0.1:{port}"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        for _ in range(POLL_ATTEMPTS):
-            if process.poll() is not None:
-                pytest.fail(f"server exited with status {process.returncode}:\n{_tail(log)}")
-            try:
-                if get(f"{base}/healthz", timeout=2)[0] == 200:
-                    break
-            except (OSError, http.client.HTTPException, ValueError):  # refused, reset or cut off while starting
-                pass
-            time.sleep(POLL_INTERVAL)
-        else:
-            pytest.fail(f"server never answered {base}/healthz:\n{_tail(log)}")
-        yield base
-    finally:
-        _stop(process)
-
-
-def _output(log: Path) -> str:
-    return log.read_text(encoding="utf-8", errors="replace")
-
-
-def _tail(log: Path) -> str:
-    return _output(log)[-5000:]
-
-
-@contextmanager
-def procfile_web(tmp_path: Path, index_dir: Path) -> Iterator[str]:
-    """The Procfile's web: command through bash, as a platform runs it, with two workers."""
-    port = free_port()
-    env = environment(PORT=str(port), HOST="127.0.0.1", WEB_CONCURRENCY="2", SEARCHSVC_INDEX_DIR=str(index_dir))
-    with serving(["bash", "-c", procfile_web_command()], env, port, tmp_path / "server.log") as base:
-        yield base
 
 
 def test_procfile_web_line_is_what_searchsvc_serve_runs() -> None:
@@ -339,7 +216,7 @@ def test_gunicorn_serves_and_switches_to_a_rebuilt_index_under_load(
     assert len(load.embedding_totals) == 1 and load.embedding_totals.pop() > 0
     assert all(changes <= 2 for changes in load.state_changes), load.state_changes  # never back to an older one
     assert served == built and len(set(served)) == 3
-    log = _output(tmp_path / "server.log")
+    log = server_output(tmp_path / "server.log")
     assert log.count("Booting worker") == 2, "a worker was replaced: the switch must need no restart"
     assert "Traceback" not in log and "WORKER TIMEOUT" not in log
 
@@ -365,7 +242,7 @@ def test_searchsvc_serve_builds_the_index_from_seeds_when_none_is_published(tmp_
         assert status == 200 and found["total"] > 0 and found["results"]
 
     assert (index_dir / "generations" / ready["generation"]).is_dir()
-    assert "building it from seeds" in _output(tmp_path / "server.log")
+    assert "building it from seeds" in server_output(tmp_path / "server.log")
 
 
 def test_readyz_is_503_until_an_index_is_published(tmp_path: Path) -> None:

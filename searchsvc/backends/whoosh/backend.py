@@ -102,7 +102,7 @@ class WhooshBackend:
         ranked = self._rank(found, request)
         words = matched_words(found.compiled.scored) if found.compiled else MatchedWords()
         hits = [self._hit(found.gen, docnum, score, words) for docnum, score in ranked]
-        facets = found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limit)
+        facets = found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limits())
         suggestion = self._suggestion(found, request)
         return SearchResult(
             request=request,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 
@@ -58,14 +58,14 @@ class FacetIndex:
         matched: frozenset[int],
         filters: dict[str, frozenset[int] | None],
         request: SearchRequest,
-        limit: int,
+        limits: Mapping[str, int],
     ) -> dict[str, list[FacetValue]]:
         """Multi-select counts: each facet counted under every filter except its own."""
         result = {}
         for name in FACETS:
             counted = self._counted(name, matched, filters)
             result[name] = _listing(
-                self._facets[name], counted, self._selection(name, request), limit, by_value=name == "year"
+                self._facets[name], counted, self._selection(name, request), limits[name], by_value=name == "year"
             )
         return result
 

@@ -1,0 +1,133 @@
+"""The search page's state lives in its URL: every link on the page is the current search with one change.
+
+Pure functions of a `SearchRequest`, so the templates hold no URL logic and the rules (a new
+filter goes back to page 1, defaults stay out of the URL, pages beyond the result window are
+never offered) are tested without a browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from urllib.parse import urlencode
+
+from searchsvc.search import SearchRequest, SearchResult
+
+_LIST_FACETS = ("subject", "author")
+_PAGES_AROUND = 2  # page links shown either side of the current page
+
+
+@dataclass(frozen=True)
+class Chip:
+    """A selected filter shown above the results, with the link that removes it."""
+
+    facet: str
+    label: str
+    remove: str
+
+
+@dataclass(frozen=True)
+class SearchLinks:
+    """URLs of the search page (`base`) and the export for `request` with one thing changed."""
+
+    request: SearchRequest
+    base: str
+    export_base: str
+    default_per_page: int
+
+    # The URL of any search -----------------------------------------------------------
+
+    def to(self, request: SearchRequest) -> str:
+        query = urlencode(self.pairs(request))
+        return f"{self.base}?{query}" if query else self.base
+
+    def pairs(self, request: SearchRequest, paged: bool = True) -> list[tuple[str, str]]:
+        """The request as query parameters, leaving out every default so URLs stay short."""
+        pairs: list[tuple[str, str]] = []
+        if request.q:
+            pairs.append(("q", request.q))
+        pairs += [(name, value) for name in _LIST_FACETS for value in getattr(request, name)]
+        pairs += [(name, str(getattr(request, name))) for name in ("year_from", "year_to") if getattr(request, name)]
+        if request.sort != "relevance":
+            pairs.append(("sort", request.sort))
+        if paged and request.per_page != self.default_per_page:
+            pairs.append(("per_page", str(request.per_page)))
+        if paged and request.page != 1:
+            pairs.append(("page", str(request.page)))
+        return pairs
+
+    def hidden_fields(self, *shown: str) -> list[tuple[str, str]]:
+        """Parameters a form must carry to keep the current search, except the fields it shows itself."""
+        return [(name, value) for name, value in self.pairs(self._first_page()) if name not in shown]
+
+    # One change ------------------------------------------------------------------------
+
+    def _first_page(self, **changes: object) -> SearchRequest:
+        return replace(self.request, page=1, **changes)  # type: ignore[arg-type]
+
+    def toggle(self, facet: str, value: str) -> str:
+        """Select `value` of a multi-select facet, or deselect it if it is selected."""
+        current: tuple[str, ...] = getattr(self.request, facet)
+        values = tuple(v for v in current if v != value) if value in current else (*current, value)
+        return self.to(self._first_page(**{facet: values}))
+
+    def toggle_year(self, year: int) -> str:
+        """A year outside the range extends it (or starts one); the only year of a range clears it;
+        a year inside a wider range narrows the range to that year."""
+        low, high = self.request.year_from, self.request.year_to
+        if low is None and high is None:
+            low = high = year
+        elif not self.request.year_selected(year):
+            low = year if low is not None and year < low else low
+            high = year if high is not None and year > high else high
+        elif low == high == year:
+            low = high = None
+        else:
+            low = high = year
+        return self.to(self._first_page(year_from=low, year_to=high))
+
+    def search_for(self, q: str) -> str:
+        return self.to(self._first_page(q=q))
+
+    def page(self, number: int) -> str:
+        return self.to(replace(self.request, page=number))
+
+    def clear_filters(self) -> str:
+        return self.to(self._first_page(subject=(), author=(), year_from=None, year_to=None))
+
+    def export(self, format_name: str) -> str:
+        return f"{self.export_base}?{urlencode([('format', format_name), *self.pairs(self.request, paged=False)])}"
+
+    # What the page shows ---------------------------------------------------------------
+
+    def chips(self) -> list[Chip]:
+        """Every selected filter, each with the link that removes just it."""
+        request = self.request
+        chips = [
+            Chip(facet, value, self.toggle(facet, value)) for facet in _LIST_FACETS for value in getattr(request, facet)
+        ]
+        if request.year_from is not None or request.year_to is not None:
+            clear = self.to(self._first_page(year_from=None, year_to=None))
+            chips.insert(0, Chip("year", year_range_label(request.year_from, request.year_to), clear))
+        return chips
+
+
+def year_range_label(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return str(low) if low == high else f"{low}–{high}"
+    return f"from {low}" if low is not None else f"until {high}"
+
+
+def last_page(result: SearchResult, max_result_window: int) -> int:
+    """The last page that has results and may be requested (deep pages beyond the window may not)."""
+    return min(result.pages, max_result_window // result.per_page)
+
+
+def page_numbers(current: int, last: int) -> list[int | None]:
+    """Page links around the current one, always with the first and last; None marks a gap."""
+    shown = sorted({1, last, *range(max(1, current - _PAGES_AROUND), min(last, current + _PAGES_AROUND) + 1)})
+    numbers: list[int | None] = []
+    for number in shown:
+        if numbers and number - (numbers[-1] or 0) > 1:
+            numbers.append(None)
+        numbers.append(number)
+    return numbers if last >= 1 else []

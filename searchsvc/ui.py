@@ -1,0 +1,107 @@
+"""The query UI: server-rendered pages over the same backend and request schema as the JSON API.
+
+Every state of a page is its URL's GET parameters, so pages can be shared, bookmarked and
+used without JavaScript; the templates only lay out what `page_links` and the backend give.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, render_template, request, url_for
+from werkzeug.datastructures import MultiDict
+
+from searchsvc.app import service
+from searchsvc.errors import InvalidRequest, QuerySyntaxError
+from searchsvc.export import EXPORT_FORMATS, bibtex_entry
+from searchsvc.page_links import SearchLinks, last_page, page_numbers
+from searchsvc.schemas import SearchRequestSchema, load_params
+from searchsvc.search import SORTS, SearchRequest
+from searchsvc.year_histogram import year_histogram
+
+blueprint = Blueprint("ui", __name__)
+
+SORT_LABELS = {"relevance": "Relevance", "newest": "Newest first", "oldest": "Oldest first"}
+assert set(SORT_LABELS) == set(SORTS)
+_FORM_FIELDS = ("q", "sort")  # what the search form shows; it carries the rest as hidden fields
+
+
+@blueprint.context_processor
+def _settings() -> dict[str, Any]:
+    return {"settings": service().settings}
+
+
+@blueprint.get("/")
+def search() -> tuple[str, int]:
+    settings = service().settings
+    # A submitted form sends its empty boxes too; an empty box means "not set".
+    params = MultiDict([(name, value) for name, value in request.args.items(multi=True) if value.strip()])
+    try:
+        search_request: SearchRequest = load_params(SearchRequestSchema(settings), params)
+        result = service().backend.search(search_request)
+    except (InvalidRequest, QuerySyntaxError) as error:
+        return _render_form_error(params, error), 400
+    links = _links(search_request)
+    last = last_page(result, settings.max_result_window)
+    return render_template(
+        "search.html",
+        search_request=search_request,
+        result=result,
+        links=links,
+        hidden=links.hidden_fields(*_FORM_FIELDS),
+        pages=page_numbers(search_request.page, last),
+        last_page=last,
+        years=year_histogram(result.facets["year"]),
+        sorts=SORT_LABELS,
+        export_formats=[(name, chosen.label) for name, chosen in EXPORT_FORMATS.items()],
+    ), 200
+
+
+@blueprint.get("/papers/<path:paper_id>")
+def paper(paper_id: str) -> str:
+    backend = service().backend
+    found = backend.paper(paper_id)
+    return render_template(
+        "paper.html",
+        paper=found,
+        related=backend.related(paper_id, service().settings.related_papers),
+        bibtex=bibtex_entry(found),
+        links=_links(SearchRequest(per_page=service().settings.default_per_page)),
+    )
+
+
+def _links(search_request: SearchRequest) -> SearchLinks:
+    return SearchLinks(
+        search_request,
+        base=url_for("ui.search"),
+        export_base=url_for("api.export"),
+        default_per_page=service().settings.default_per_page,
+    )
+
+
+def _render_form_error(params: MultiDict[str, str], error: InvalidRequest | QuerySyntaxError) -> str:
+    """The search form as the user filled it in, with what is wrong instead of results."""
+    problems: list[str] = []
+    if isinstance(error, QuerySyntaxError):
+        problems.append(error.message)
+    else:
+        for field, messages in error.details.items():
+            problems.extend(f"{field}: {message}" for message in _flatten(messages))
+    return render_template(
+        "search.html",
+        search_request=None,
+        form=params,
+        hidden=[(name, value) for name, value in params.items(multi=True) if name not in (*_FORM_FIELDS, "page")],
+        syntax_error=error.details.get("column") if isinstance(error, QuerySyntaxError) else None,
+        problems=problems,
+        sorts=SORT_LABELS,
+    )
+
+
+def _flatten(messages: Any) -> list[str]:
+    """marshmallow's messages (a list, or a dict of lists per list item) as plain strings."""
+    if isinstance(messages, dict):
+        return [message for nested in messages.values() for message in _flatten(nested)]
+    if isinstance(messages, list):
+        return [str(message) for message in messages]
+    return [str(messages)]
