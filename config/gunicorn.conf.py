@@ -30,6 +30,8 @@ control_socket_disable = True
 
 accesslog = "-"
 errorlog = "-"
+# Escapes what requests put in the access log (header values), so no request forges a line.
+logger_class = "searchsvc.access_log.EscapingLogger"
 
 
 def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)

@@ -46,6 +46,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     settings = load_settings(config)
     app = Flask(__name__)
+    # Flask turns debug mode on from FLASK_DEBUG in the environment; a deployment's stray
+    # variable must not expose tracebacks or let errors escape the JSON/HTML error handlers.
+    app.debug = False
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documents in schema order
     app.extensions["searchsvc"] = Service(settings, open_backend(settings))
     app.register_blueprint(api.blueprint)

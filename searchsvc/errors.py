@@ -60,6 +60,12 @@ class IndexUnavailable(SearchsvcError):
     code = "index_unavailable"
 
 
+class SearchTimedOut(SearchsvcError):
+    """A search that ran past the per-search time limit (`search_time_limit_ms`)."""
+
+    code = "search_timeout"
+
+
 class RebuildInProgress(SearchsvcError):
     """Another rebuild holds the index directory's lock."""
 

@@ -13,13 +13,21 @@ from typing import Any
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from searchsvc.errors import IndexUnavailable, InvalidRequest, PaperNotFound, QuerySyntaxError, SearchsvcError
+from searchsvc.errors import (
+    IndexUnavailable,
+    InvalidRequest,
+    PaperNotFound,
+    QuerySyntaxError,
+    SearchsvcError,
+    SearchTimedOut,
+)
 
 _STATUS: dict[type[SearchsvcError], int] = {
     InvalidRequest: 400,
     QuerySyntaxError: 400,
     PaperNotFound: 404,
     IndexUnavailable: 503,
+    SearchTimedOut: 503,
 }
 
 

@@ -25,7 +25,7 @@ _CONVERTER = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 _ERROR_REASONS = {
     400: "Invalid parameters or query syntax; details name each bad field",
     404: "Unknown paper, facet or route",
-    503: "No index is published or it cannot be read",
+    503: "No index is published or it cannot be read, or the search ran past its time limit",
 }
 
 
@@ -96,5 +96,12 @@ def _operation(operation: Operation) -> dict[str, Any]:
         responses[str(status)] = {
             "description": _ERROR_REASONS[status],
             "content": {"application/json": {"schema": "Error"}},
+        }
+    if operation.params is not None:
+        # Each parameter's own limit fits, but all of them at once in 4-byte characters do not.
+        responses["414"] = {
+            "description": "The request line is longer than the server's limit (limit_request_line in "
+            "config/gunicorn.conf.py); answered by gunicorn before the app, as HTML",
+            "content": {"text/html": {"schema": {"type": "string"}}},
         }
     return {"summary": operation.summary, "parameters": parameters, "responses": responses}

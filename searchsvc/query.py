@@ -20,7 +20,7 @@ from typing import Union
 from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken, v_args
 from lark.exceptions import VisitError
 
-from searchsvc.errors import QuerySyntaxError
+from searchsvc.errors import QuerySyntaxError, QueryTooBroad
 
 FIELDS = ("title", "abstract", "author", "subject", "year")
 TEXT_FIELDS = ("title", "abstract")  # what an unprefixed word searches
@@ -182,6 +182,25 @@ def words(node: Node | None) -> list[Word]:
     if isinstance(node, AllOf | AnyOf | Group):
         return [word for child in node.nodes for word in words(child)]
     return []
+
+
+def check_term_count(node: Node | None, limit: int) -> None:
+    """Refuse a query searching for more than `limit` words, phrases and wildcards (negated ones too):
+    each is a posting list read and scored."""
+    count = _term_count(node)
+    if count > limit:
+        message = f"the query searches for {count} words, phrases and wildcards; at most {limit} are allowed"
+        raise QueryTooBroad(f"{QueryTooBroad.label}: {message}", {"q": [message]})
+
+
+def _term_count(node: Node | None) -> int:
+    if isinstance(node, Word | Phrase | Prefix):
+        return 1
+    if isinstance(node, Not):
+        return _term_count(node.node)
+    if isinstance(node, AllOf | AnyOf | Group):
+        return sum(_term_count(child) for child in node.nodes)
+    return 0
 
 
 class _ToNodes(Transformer):

@@ -47,6 +47,12 @@ class Settings:
     max_wildcard_terms: int = _setting(
         300, "words one trailing wildcard may expand to; each is a posting list read, and `a*` would read most"
     )
+    search_time_limit_ms: int = _setting(
+        5000, "a search running longer is stuck on a pathological query; it ends with a clear 503, not a killed worker"
+    )
+    max_query_terms: int = _setting(
+        100, "words, phrases and wildcards in one query; each is a posting list read and scored"
+    )
     max_facet_prefix_length: int = _setting(100, "a facet value lookup prefix longer than any name is not a lookup")
     related_papers: int = _setting(5, "papers listed as related to one paper")
     max_export: int = _setting(1000, "papers in one export download: a reading list, not a copy of the index")

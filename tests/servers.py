@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -147,9 +147,22 @@ def tail(log: Path) -> str:
 
 
 @contextmanager
-def procfile_web(tmp_path: Path, index_dir: Path) -> Iterator[str]:
-    """The Procfile's web: command through bash, as a platform runs it, with two workers."""
+def procfile_web(tmp_path: Path, index_dir: Path, prefix: Sequence[str] = (), **extra_env: str) -> Iterator[str]:
+    """The Procfile's web: command through bash, as a platform runs it, with two workers.
+
+    `prefix` runs it under another command (e.g. setpriv); `extra_env` adds to its environment,
+    e.g. GUNICORN_CMD_ARGS for options the platform would set.
+    """
     port = free_port()
-    env = environment(PORT=str(port), HOST="127.0.0.1", WEB_CONCURRENCY="2", SEARCHSVC_INDEX_DIR=str(index_dir))
-    with serving(["bash", "-c", procfile_web_command()], env, port, tmp_path / "server.log") as base:
+    env = environment(
+        PORT=str(port), HOST="127.0.0.1", WEB_CONCURRENCY="2", SEARCHSVC_INDEX_DIR=str(index_dir), **extra_env
+    )
+    with serving([*prefix, "bash", "-c", procfile_web_command()], env, port, tmp_path / "server.log") as base:
         yield base
+
+
+def gunicorn_workers(pidfile: Path) -> list[int]:
+    """The worker processes of the gunicorn master whose pid is in `pidfile` (gunicorn --pid)."""
+    master = int(pidfile.read_text().strip())
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [int(pid) for pid in children]

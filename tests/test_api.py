@@ -219,6 +219,7 @@ def test_author_matching_ignores_case_and_accents(tmp_path: Path) -> None:
     assert client.get("/api/search", query_string={"author": "jurgen muller"}).json["total"] == 1
 
 
+@pytest.mark.reliability
 def test_stored_markup_is_escaped_in_results_and_highlights(tmp_path: Path) -> None:
     title = '<script>alert("x")</script> Graph networks'
     client = build_app(
@@ -298,6 +299,7 @@ def test_export_formats(client: FlaskClient) -> None:
     assert bibtex.get_data(as_text=True).startswith("@misc{")
 
 
+@pytest.mark.reliability
 def test_export_stops_at_the_configured_limit(seed_backend: WhooshBackend) -> None:
     client = app_for(seed_backend.settings.index_dir, max_export=3).test_client()
     response = client.get("/api/export?format=jsonl")
@@ -334,6 +336,7 @@ def test_query_syntax_errors_are_a_400_saying_where(client: FlaskClient) -> None
     assert error_of(client, "/api/search?q=year:abc", 400)["details"]["column"] == 6
 
 
+@pytest.mark.reliability
 def test_a_wildcard_expanding_beyond_the_limit_is_a_400(seed_backend: WhooshBackend) -> None:
     client = app_for(seed_backend.settings.index_dir, max_wildcard_terms=2).test_client()
     error = error_of(client, "/api/search?q=embed*", 400)
@@ -358,6 +361,7 @@ def test_unknown_papers_facets_and_routes_are_a_json_404(client: FlaskClient) ->
     assert response.headers["Allow"]
 
 
+@pytest.mark.reliability
 def test_no_published_index_is_a_503(tmp_path: Path) -> None:
     client = app_for(tmp_path / "empty").test_client()
     for url in ("/api/search", "/readyz", "/api/papers/x", "/api/facets/author", "/api/export?format=csv"):
@@ -367,6 +371,7 @@ def test_no_published_index_is_a_503(tmp_path: Path) -> None:
     assert client.get("/healthz").json == {"status": "ok"}
 
 
+@pytest.mark.reliability
 def test_an_unexpected_failure_is_a_json_500_without_internals(
     seed_app: Flask, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -425,6 +430,7 @@ NASTY_QUERIES = [
 ]
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("q", NASTY_QUERIES)
 def test_nasty_queries_get_an_answer_or_a_clear_400_never_a_500(client: FlaskClient, q: str) -> None:
     for url, extra in (
@@ -439,6 +445,7 @@ def test_nasty_queries_get_an_answer_or_a_clear_400_never_a_500(client: FlaskCli
             assert response.json["error"]["message"]
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize(
     "params",
     [

@@ -127,6 +127,7 @@ def test_search_without_index_is_a_clear_error(runner, index_dir: Path) -> None:
     assert result.stderr == f"error: no index is published in {index_dir}: run `searchsvc rebuild`\n"
 
 
+@pytest.mark.reliability
 def test_malformed_source_exit_1_with_file_line_and_previous_index_kept(runner, index_dir: Path, write) -> None:
     invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(index_dir))
     before = invoke(runner, "status", "--index-dir", str(index_dir)).stdout
@@ -143,6 +144,7 @@ def test_unsupported_and_empty_sources(runner, index_dir: Path, tmp_path: Path) 
     assert result.exit_code == 1 and "no source files" in result.stderr
 
 
+@pytest.mark.reliability
 def test_real_entry_point_second_rebuild_fails_fast(index_dir: Path, write) -> None:
     """Two real processes: while one rebuild holds the lock, another exits 1 at once."""
     page = write("p.txt", profile_page("Ada", [("arXiv2020", "T", "A.", "cs.LG↗")]))
@@ -173,6 +175,7 @@ def test_rebuild_indexes_all_acl_anthology_records(index_dir: Path) -> None:
     assert sum(v["count"] for v in document["facets"]["year"]) == 29580
 
 
+@pytest.mark.reliability
 def test_rebuild_killed_half_way_leaves_previous_index_and_no_stale_state(index_dir: Path, tmp_path: Path) -> None:
     """SIGKILL a real rebuild mid-build: the old index serves, the next rebuild runs and cleans up."""
     env = {**os.environ, "SEARCHSVC_INDEX_DIR": str(index_dir)}

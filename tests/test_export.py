@@ -130,6 +130,7 @@ def test_csv_round_trips_commas_quotes_and_newlines() -> None:
     assert len(rows) == 2
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
 def test_csv_cells_cannot_start_a_formula(start: str) -> None:
     formula = start + 'HYPERLINK("http://evil.example","x")'
@@ -162,6 +163,7 @@ def test_bibtex_leaves_out_unknown_fields() -> None:
     assert fields == {"title": "{Compositional Generalization}", "note": "searchsvc id: p1"}
 
 
+@pytest.mark.reliability
 def test_bibtex_escapes_any_text_into_a_valid_entry() -> None:
     nasty = NASTY_TITLE + " ü 中文"
     entry = bibtex_entry(

@@ -65,6 +65,7 @@ def test_every_declared_parameter_is_accepted_and_nothing_else(
     assert unknown.status_code == 400 and unknown.json["error"]["details"] == {"undeclared": ["Unknown field."]}
 
 
+@pytest.mark.reliability
 def test_declared_limits_are_the_enforced_ones(client: FlaskClient, spec: dict[str, Any]) -> None:
     declared = query_parameters(spec, "/api/search")
     per_page = declared["per_page"]["schema"]

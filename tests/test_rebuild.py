@@ -41,6 +41,7 @@ def test_rebuild_reports_and_publishes(tmp_path: Path) -> None:
     assert status["sources"] == [str(p) for p in sorted(SEEDS.glob("*.txt"))]
 
 
+@pytest.mark.reliability
 def test_malformed_source_fails_and_previous_index_keeps_serving(backend: WhooshBackend, write) -> None:
     before = backend.status()
     served = titles(backend)
@@ -55,6 +56,7 @@ def test_malformed_source_fails_and_previous_index_keeps_serving(backend: Whoosh
     assert os.listdir(backend.store.generations) == [before["generation"]]
 
 
+@pytest.mark.reliability
 def test_build_failing_half_way_leaves_previous_index(backend: WhooshBackend, monkeypatch) -> None:
     before = backend.status()
     served = titles(backend)
@@ -65,13 +67,14 @@ def test_build_failing_half_way_leaves_previous_index(backend: WhooshBackend, mo
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("searchsvc.backends.whoosh.backend.write_index", write_then_fail)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(RebuildFailed, match="cannot write the new generation .*: No space left on device"):
         rebuild(backend, [SEEDS])
     assert backend.status() == before
     assert titles(backend) == served
     assert os.listdir(backend.store.generations) == [before["generation"]]  # partial generation removed
 
 
+@pytest.mark.reliability
 def test_generation_failing_its_check_is_not_published(backend: WhooshBackend, monkeypatch) -> None:
     before = backend.status()
     real_write = indexing.write_index
@@ -91,6 +94,7 @@ def test_second_rebuild_fails_fast_while_one_holds_the_lock(backend: WhooshBacke
     rebuild(backend, [SEEDS])  # the lock is released with its holder
 
 
+@pytest.mark.reliability
 def test_lock_of_a_killed_rebuild_does_not_block(tmp_path: Path) -> None:
     """flock dies with its process: a SIGKILLed holder leaves no stale lock behind."""
     store = GenerationStore(tmp_path / "index")
@@ -115,6 +119,7 @@ def test_rebuild_prunes_old_generations_but_not_one_being_read(backend: WhooshBa
     assert os.listdir(store.generations) == [store.current_name()]
 
 
+@pytest.mark.reliability
 def test_partial_generation_of_a_killed_rebuild_is_cleaned_up(backend: WhooshBackend) -> None:
     leftover = backend.store.new_generation()  # as a SIGKILLed rebuild would leave it: no manifest
     (leftover / "junk.seg").write_bytes(b"x" * 100)
@@ -165,6 +170,7 @@ def test_progress_is_reported_for_reading_and_indexing(tmp_path: Path) -> None:
 
 
 # Whoosh leaves the file handle of a compound segment it fails to parse for the garbage collector.
+@pytest.mark.reliability
 @pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
 def test_damaged_generation_is_reported_not_crashed_on(backend: WhooshBackend) -> None:
     generation = backend.store.generations / backend.store.current_name()
@@ -178,6 +184,7 @@ def test_damaged_generation_is_reported_not_crashed_on(backend: WhooshBackend) -
     assert fresh.search(SearchRequest()).total == 28
 
 
+@pytest.mark.reliability
 def test_index_built_by_another_schema_version_asks_for_a_rebuild(backend: WhooshBackend) -> None:
     manifest_path = backend.store.generations / backend.store.current_name() / "manifest.json"
     manifest = json.loads(manifest_path.read_text())

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import SEEDS, jsonl
 from servers import (
     POLL_ATTEMPTS,
@@ -245,6 +246,7 @@ def test_searchsvc_serve_builds_the_index_from_seeds_when_none_is_published(tmp_
     assert "building it from seeds" in server_output(tmp_path / "server.log")
 
 
+@pytest.mark.reliability
 def test_readyz_is_503_until_an_index_is_published(tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
     index_dir.mkdir()

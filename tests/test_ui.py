@@ -35,6 +35,7 @@ def test_search_page_lists_results_facets_and_exports(client: FlaskClient) -> No
     assert html.count('class="facet-value') >= 3
 
 
+@pytest.mark.reliability
 def test_the_query_is_echoed_escaped_everywhere(client: FlaskClient) -> None:
     html = page(client, "/?" + urlencode({"q": "<script>alert(1)</script>"}))
     assert "<script>alert" not in html
@@ -108,6 +109,7 @@ def test_without_an_index_the_page_says_so_with_a_503(tmp_path: Path) -> None:
     assert "Search is not available right now" in response.get_data(as_text=True)
 
 
+@pytest.mark.reliability
 def test_an_unexpected_failure_is_a_500_page_without_internals(tmp_path: Path, monkeypatch) -> None:
     backend = WhooshBackend(settings_for(tmp_path / "ix"))
     rebuild(backend, [SEEDS])
@@ -123,6 +125,7 @@ def test_an_unexpected_failure_is_a_500_page_without_internals(tmp_path: Path, m
     assert response.status_code == 500 and "Something went wrong" in html and "secret" not in html
 
 
+@pytest.mark.reliability
 def test_pages_carry_the_security_headers_and_load_only_same_origin_assets(client: FlaskClient) -> None:
     response = client.get("/")
     policy = response.headers["Content-Security-Policy"]
@@ -150,6 +153,7 @@ def test_year_histogram_spans_every_year_with_visible_bars() -> None:
     assert year_histogram([]).bars == []
 
 
+@pytest.mark.reliability
 def test_injected_markup_in_records_is_escaped(tmp_path: Path, write) -> None:
     title = "Robust <img src=x onerror=alert(1)> titles"
     source = write(

@@ -318,6 +318,7 @@ def test_export_links_download_the_current_results(base: str, page: Page) -> Non
 # Safety -----------------------------------------------------------------------------
 
 
+@pytest.mark.reliability
 def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, base: str) -> None:
     """With the Content-Security-Policy bypassed, so only the escaping stands between the data
     and a running script: a dialog would open if any of it reached the page as markup."""
@@ -342,6 +343,7 @@ def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, ba
         assert watched.dialogs == []
 
 
+@pytest.mark.reliability
 def test_security_headers_on_pages(base: str, watched: WatchedPage) -> None:
     page = watched.page
     for path in ("/", "/papers/injected-markup", "/no-such-page"):

@@ -8,6 +8,9 @@ from pathlib import Path
 from searchsvc.errors import SourceFormatError
 
 _BOM = "\ufeff"
+# The longest line a source may have. A paper record (title, abstract, a few hundred authors) is
+# a few kilobytes; a longer line is not a record, and reading it whole could exhaust memory.
+MAX_LINE_BYTES = 1_000_000
 
 
 def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -17,7 +20,11 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
     failing the whole file with an offset nobody can find.
     """
     with path.open("rb") as stream:
-        for number, raw in enumerate(stream, start=1):
+        for number, raw in enumerate(iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise SourceFormatError(
+                    str(path), number, f"line longer than {MAX_LINE_BYTES:,} bytes: not a paper record"
+                )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

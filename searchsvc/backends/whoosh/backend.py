@@ -23,10 +23,11 @@ from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, mat
 from searchsvc.backends.whoosh.reading import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION, SEARCH_FIELDS
 from searchsvc.backends.whoosh.spelling import correct_spelling
+from searchsvc.deadline import Deadline
 from searchsvc.errors import PaperNotFound, RebuildFailed
 from searchsvc.merging import Collection
 from searchsvc.papers import Paper
-from searchsvc.query import Node, parse, words
+from searchsvc.query import Node, check_term_count, parse, words
 from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
@@ -73,6 +74,11 @@ class WhooshBackend:
                     "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 },
             )
+        except OSError as exc:  # a full disk, a lost mount: say where, and that nothing changed
+            self.store.discard(generation)
+            raise RebuildFailed(
+                f"cannot write the new generation {generation}: {exc.strerror or exc}; the published index is unchanged"
+            ) from exc
         except BaseException:
             self.store.discard(generation)
             raise
@@ -98,11 +104,13 @@ class WhooshBackend:
 
     def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
-        found = self._match(request)
+        found = self._match(request, self._deadline())
         ranked = self._rank(found, request)
+        found.deadline.check()
         words = matched_words(found.compiled.scored) if found.compiled else MatchedWords()
         hits = [self._hit(found.gen, docnum, score, words) for docnum, score in ranked]
         facets = found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limits())
+        found.deadline.check()
         suggestion = self._suggestion(found, request)
         return SearchResult(
             request=request,
@@ -115,12 +123,13 @@ class WhooshBackend:
 
     def export(self, request: SearchRequest, limit: int) -> list[Paper]:
         """The first `limit` papers of the whole ordered result set."""
-        found = self._match(request)
+        found = self._match(request, self._deadline())
         ranked = self._rank(found, replace(request, page=1, per_page=limit))
+        found.deadline.check()
         return [_paper(found.gen.searcher.stored_fields(docnum)) for docnum, _ in ranked]
 
     def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
-        found = self._match(request)
+        found = self._match(request, self._deadline())
         values, truncated = found.gen.facets.lookup(name, prefix, found.matched, found.filters, request, limit)
         return FacetLookup(name=name, prefix=prefix, values=values, truncated=truncated)
 
@@ -147,18 +156,27 @@ class WhooshBackend:
         words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
         return [self._hit(gen, other, round(score, 4), words) for score, other in top]
 
-    def _match(self, request: SearchRequest) -> _Found:
+    def _deadline(self) -> Deadline:
+        return Deadline(self.settings.search_time_limit_ms)
+
+    def _match(self, request: SearchRequest, deadline: Deadline) -> _Found:
         """The papers the query matches, and those the filters let through."""
         gen = self._generations.get()
         tree = parse(request.q)
+        check_term_count(tree, self.settings.max_query_terms)
         compiled = (
             None
             if tree is None
             else QueryCompiler(gen.searcher.reader(), self.settings.max_wildcard_terms).compile(tree)
         )
-        matched = gen.all_docs if compiled is None else frozenset(gen.searcher.docs_for_query(compiled.scored))
+        matched = (
+            gen.all_docs
+            if compiled is None
+            else frozenset(deadline.bounded(gen.searcher.docs_for_query(compiled.scored)))
+        )
         filters = gen.facets.filters(request)
-        return _Found(gen, tree, compiled, matched, filters, intersect(matched, filters.values()))
+        deadline.check()
+        return _Found(gen, tree, compiled, matched, filters, intersect(matched, filters.values()), deadline)
 
     def _rank(self, found: _Found, request: SearchRequest) -> list[tuple[int, float | None]]:
         """The requested page as (docnum, score).
@@ -199,7 +217,7 @@ class WhooshBackend:
         corrected = request.q
         for (start, end), better in sorted(respelled.items(), reverse=True):
             corrected = corrected[:start] + better + corrected[end:]
-        alternative = self._match(replace(request, q=corrected))
+        alternative = self._match(replace(request, q=corrected), found.deadline)
         return corrected if len(alternative.all_words) > len(found.all_words) else None
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
@@ -227,6 +245,7 @@ class _Found:
     matched: frozenset[int]  # what the query matches
     filters: dict[str, frozenset[int] | None]
     allowed: frozenset[int]  # ... and the filters let through
+    deadline: Deadline  # of the request this match is for
 
     @cached_property
     def all_words(self) -> frozenset[int]:

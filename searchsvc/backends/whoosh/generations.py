@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -36,6 +37,9 @@ GENERATIONS = "generations"
 REBUILD_LOCK = "rebuild.lock"
 READERS_LOCK = "readers.lock"
 MANIFEST = "manifest.json"
+# What new_generation names look like; a pointer naming anything else (`../elsewhere`) is refused,
+# so no content of CURRENT can make a reader open a path outside generations/.
+_GENERATION_NAME = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
 
 
 @dataclass(frozen=True)
@@ -96,13 +100,15 @@ class GenerationStore:
     def prune(self) -> list[str]:
         """Delete every unpublished generation no process is reading; return their names.
 
-        Covers both superseded generations and partial ones left by a killed rebuild.
+        Covers both superseded generations and partial ones left by a killed rebuild. Only
+        directories named as generations are touched: an --index-dir pointed at the wrong
+        folder must not cost anyone their files.
         Call only while holding the rebuild lock, so no generation is being built.
         """
         current = self.current_name()
         removed = []
         for path in sorted(self.generations.iterdir()) if self.generations.is_dir() else []:
-            if path.name == current or not path.is_dir():
+            if path.name == current or not _GENERATION_NAME.fullmatch(path.name) or not path.is_dir():
                 continue
             if self._remove_if_unread(path):
                 removed.append(path.name)
@@ -118,6 +124,8 @@ class GenerationStore:
         except FileNotFoundError:
             shutil.rmtree(path, ignore_errors=True)
             return True
+        except PermissionError:  # not ours to judge: leave it
+            return False
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -174,6 +182,10 @@ class GenerationStore:
         name = self.current_name()
         if name is None:
             raise IndexUnavailable(f"no index is published in {self.root}: run `searchsvc rebuild`")
+        if not _GENERATION_NAME.fullmatch(name):
+            raise IndexUnavailable(
+                f"{self.root / POINTER} does not name a generation ({name[:80]!r}): run `searchsvc rebuild`"
+            )
         return name
 
 

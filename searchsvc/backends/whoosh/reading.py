@@ -64,12 +64,15 @@ class GenerationCache:
         self._current: OpenGeneration | None = None
 
     def get(self) -> OpenGeneration:
-        stamp = self._store.stamp()
-        current = self._current
-        if current is not None and stamp == current.stamp:
-            return current
-        with self._lock:
-            if self._current is None or self._store.stamp() != self._current.stamp:
-                self._current = None  # drop our reference first: a failed open must not serve stale data
-                self._current = OpenGeneration(self._store.hold_current())
-            return self._current
+        try:
+            stamp = self._store.stamp()
+            current = self._current
+            if current is not None and stamp == current.stamp:
+                return current
+            with self._lock:
+                if self._current is None or self._store.stamp() != self._current.stamp:
+                    self._current = None  # drop our reference first: a failed open must not serve stale data
+                    self._current = OpenGeneration(self._store.hold_current())
+                return self._current
+        except OSError as exc:  # permissions, a damaged disk: the reason goes to /readyz, not a 500
+            raise IndexUnavailable(f"cannot read the index in {self._store.root}: {exc}") from exc
