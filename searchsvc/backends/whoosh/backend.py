@@ -15,6 +15,7 @@ from typing import Any
 
 from whoosh import index, query
 
+from searchsvc.backends.whoosh.bounded import top_scored
 from searchsvc.backends.whoosh.facets import intersect
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
@@ -199,7 +200,7 @@ class WhooshBackend:
             offset += len(tier)
             if low < high:
                 narrowed = None if tier is found.matched else set(tier)
-                top = gen.searcher.search(compiled.scored, filter=narrowed, limit=high).top_n[low:]
+                top = top_scored(gen.searcher, compiled.scored, high, found.deadline, filter=narrowed)[low:]
                 ranked.extend((docnum, round(score, 4)) for score, docnum in top)
         return ranked
 

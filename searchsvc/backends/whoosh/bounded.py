@@ -1,0 +1,38 @@
+"""Whoosh scoring under the per-search deadline: the clock is checked every few thousand documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whoosh import collectors
+from whoosh.query import Query
+from whoosh.searching import Searcher
+
+from searchsvc.deadline import CHECK_EVERY, Deadline
+
+
+class _DeadlineCollector(collectors.WrappingCollector):
+    """Like whoosh's TimeLimitCollector, without its timer thread and SIGALRM handler."""
+
+    def __init__(self, child: collectors.Collector, deadline: Deadline) -> None:
+        super().__init__(child)
+        self.deadline = deadline
+        self.collected = 0
+
+    def collect(self, sub_docnum: int) -> Any:
+        self.collected += 1
+        if self.collected % CHECK_EVERY == 0:
+            self.deadline.check()
+        return self.child.collect(sub_docnum)
+
+
+def top_scored(
+    searcher: Searcher, scored: Query, limit: int, deadline: Deadline, filter: set[int] | None = None
+) -> list[tuple[float, int]]:
+    """The `limit` best (score, docnum) pairs, as `searcher.search(...).top_n`, within the deadline."""
+    # Built as Searcher.collector builds it, with the deadline between the filter and the scorer.
+    collector: collectors.Collector = _DeadlineCollector(searcher.collector(limit=limit), deadline)
+    if filter is not None:
+        collector = collectors.FilterCollector(collector, filter)
+    searcher.search_with_collector(scored, collector)
+    return collector.results().top_n
