@@ -65,6 +65,22 @@ def profile_page(name: str, records: Iterable[tuple[str, str, str, str]], stated
     return "\n\n".join(parts) + "\n"
 
 
+def made_up_papers(word: str, count: int) -> list[dict[str, Any]]:
+    """`count` JSON-lines records about `word`, a word no seed paper contains, so searches for it
+    tell which index a server answers from."""
+    return [
+        {
+            "id": f"{word}-{number:02d}",
+            "title": f"The {word} lattice, part {number}",
+            "abstract": f"We study the {word} lattice of quokka migration, case {number}.",
+            "year": 2000 + number % 20,
+            "categories": ["q-bio.PE"],
+            "authors": [f"Quinn Quokka{number}"],
+        }
+        for number in range(count)
+    ]
+
+
 def jsonl(records: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(record) + "\n" for record in records)
 

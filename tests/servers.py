@@ -13,13 +13,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from conftest import REPO
@@ -67,17 +68,22 @@ def environment(**extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
 
 
-def rebuild_index(index_dir: Path, *sources: Path) -> str:
-    """Run `searchsvc rebuild SOURCES --index-dir index_dir`; return the generation it published."""
-    done = subprocess.run(
+def run_rebuild(index_dir: Path, *sources: Path) -> subprocess.CompletedProcess[str]:
+    """Run `searchsvc rebuild SOURCES --index-dir index_dir` as a separate process, whatever its outcome."""
+    return subprocess.run(
         [str(SEARCHSVC), "rebuild", *map(str, sources), "--index-dir", str(index_dir)],
         cwd=REPO,
         env=environment(),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
+
+
+def rebuild_index(index_dir: Path, *sources: Path) -> str:
+    """Run a rebuild that must succeed; return the generation it published."""
+    done = run_rebuild(index_dir, *sources)
     assert done.returncode == 0, f"rebuild exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     summary = done.stdout.split()
     assert summary[:3] == ["rebuilt", "index", "generation"], done.stdout
@@ -166,3 +172,32 @@ def gunicorn_workers(pidfile: Path) -> list[int]:
     master = int(pidfile.read_text().strip())
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return [int(pid) for pid in children]
+
+
+class ClientThreads:
+    """Client threads, each running `_client(number)` until the `with` block ends."""
+
+    def __init__(self, clients: int) -> None:
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._client, args=(number,), name=f"client-{number}", daemon=True)
+            for number in range(clients)
+        ]
+
+    def __enter__(self) -> Self:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=REQUEST_TIMEOUT + 10)
+        assert not any(thread.is_alive() for thread in self._threads), "a client thread did not stop"
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _client(self, number: int) -> None:
+        raise NotImplementedError

@@ -27,17 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SEEDS, jsonl
+from conftest import REPO, SEEDS, jsonl, made_up_papers
 from servers import (
     POLL_ATTEMPTS,
     POLL_INTERVAL,
     REQUEST_TIMEOUT,
-    SEARCHSVC,
-    environment,
+    ClientThreads,
     get,
     gunicorn_workers,
     procfile_web,
     rebuild_index,
+    run_rebuild,
     server_output,
 )
 
@@ -48,20 +48,6 @@ WORD = "quokkatronic"  # made up: in no seed paper
 NEW_PAPERS = 20
 LOAD_REQUESTS = 2000
 REPORTS = REPO / "tests" / "reports"  # git-ignored
-
-
-def new_records() -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"quokka-{number:02d}",
-            "title": f"The {WORD} effect, part {number}",
-            "abstract": f"On the {WORD} effect in marsupial logistics, case {number}.",
-            "year": 2001 + number % 20,
-            "categories": ["q-bio.PE"],
-            "authors": [f"Quinn Quokka{number}"],
-        }
-        for number in range(NEW_PAPERS)
-    ]
 
 
 def word_total(base: str) -> int:
@@ -81,7 +67,7 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
 # Under load -------------------------------------------------------------------------
 
 
-class LoadRun:
+class LoadRun(ClientThreads):
     """Client threads sending a mix of API and page requests, one connection each, until stopped.
 
     A failure is any answer but 200 with a well-formed body, or no answer at all; failures
@@ -104,19 +90,7 @@ class LoadRun:
         self.base = base
         self.outcomes: list[tuple[float, str]] = []  # (when, "ok" or what failed)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._client, args=(n,), daemon=True) for n in range(clients)]
-
-    def __enter__(self) -> LoadRun:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=REQUEST_TIMEOUT + 10)
-        assert not any(thread.is_alive() for thread in self._threads)
+        super().__init__(clients)
 
     @property
     def count(self) -> int:
@@ -128,7 +102,7 @@ class LoadRun:
 
     def _client(self, number: int) -> None:
         for path in itertools.islice(itertools.cycle(self.PATHS), number, None):
-            if self._stop.is_set():
+            if self.stopping:
                 return
             outcome = self._one(path)
             with self._lock:
@@ -160,7 +134,7 @@ def test_load_with_two_rebuilds_and_a_worker_killed_loses_nothing(tmp_path: Path
     index_dir = tmp_path / "index"
     rebuild_index(index_dir, SEEDS)
     more = tmp_path / "more.jsonl"
-    more.write_text(jsonl(new_records()), encoding="utf-8")
+    more.write_text(jsonl(made_up_papers(WORD, NEW_PAPERS)), encoding="utf-8")
     pidfile = tmp_path / "gunicorn.pid"
 
     with procfile_web(tmp_path, index_dir, GUNICORN_CMD_ARGS=f"--pid {pidfile}") as base:
@@ -282,18 +256,6 @@ def test_a_pointer_naming_a_path_outside_the_generations_is_refused(tmp_path: Pa
 
 
 # Bad sources and a full disk ---------------------------------------------------------
-
-
-def run_rebuild(index_dir: Path, *sources: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SEARCHSVC), "rebuild", *map(str, sources), "--index-dir", str(index_dir)],
-        cwd=REPO,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def write_garbage(path: Path, size: int) -> None:

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SEEDS, jsonl
+from conftest import SEEDS, jsonl, made_up_papers
 from servers import (
     POLL_ATTEMPTS,
     POLL_INTERVAL,
-    REQUEST_TIMEOUT,
     SEARCHSVC,
+    ClientThreads,
     environment,
     free_port,
     get,
@@ -67,7 +67,7 @@ STATES: dict[str, dict[str, int]] = {
 }
 
 
-class Load:
+class Load(ClientThreads):
     """Client threads each sending searches, one new connection per request, until stopped.
 
     Records every outcome: failures (a status other than 200, an exception, a total that
@@ -87,26 +87,11 @@ class Load:
         self.state_changes = [0] * clients
         self._last_state: list[str | None] = [None] * clients
         self._changed = threading.Condition()
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._client, args=(number,), name=f"client-{number}", daemon=True)
-            for number in range(clients)
-        ]
-
-    def __enter__(self) -> Load:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=REQUEST_TIMEOUT + 10)
-        assert not any(thread.is_alive() for thread in self._threads), "a client thread did not stop"
+        super().__init__(clients)
 
     def _client(self, number: int) -> None:
         sent = number  # clients start at different queries
-        while not self._stop.is_set():
+        while not self.stopping:
             q = QUERIES[sent % len(QUERIES)]
             sent += 1
             try:
@@ -173,20 +158,6 @@ class Load:
         return all(self.runs[q][0] == total and self.runs[q][1] > FURTHER_RESPONSES for q, total in expected.items())
 
 
-def new_records() -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"zyx-{number:02d}",
-            "title": f"The {WORD} lattice, part {number}",
-            "abstract": f"We study the {WORD} lattice of quokka migration, case {number}.",
-            "year": 2000 + number % 20,
-            "categories": ["q-bio.PE"],
-            "authors": [f"Quinn Quokka{number}"],
-        }
-        for number in range(NEW_PAPERS)
-    ]
-
-
 def readyz_generation(base: str) -> str:
     status, body = get(f"{base}/readyz")
     assert status == 200 and body["status"] == "ready", body
@@ -198,7 +169,7 @@ def test_gunicorn_serves_and_switches_to_a_rebuilt_index_under_load(
 ) -> None:
     index_dir = tmp_path / "index"
     built = [rebuild_index(index_dir, SEEDS)]
-    records = new_records()
+    records = made_up_papers(WORD, NEW_PAPERS)
     more = write("more.jsonl", jsonl(records))
 
     with procfile_web(tmp_path, index_dir) as base:
