@@ -1,7 +1,9 @@
 """Property-based fuzzing of the query parser and every query endpoint (hypothesis).
 
 The property: any string or parameter soup gets an answer (200) or a clear 400 error with a
-message, never a 500 or a traceback. CI runs a fixed number of examples from a fixed seed
+message, never a 500 or a traceback, in bounded time: every search runs under the service's
+own time limit (`search_time_limit_ms`), past which it would answer 503, so "200 or 400" also
+says no example ran past it, without the test reading a clock. CI runs a fixed number of examples from a fixed seed
 (`derandomize`), so a run is reproducible; SEARCHSVC_FUZZ_EXAMPLES=5000 fuzzes longer.
 """
 
