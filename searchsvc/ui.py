@@ -24,6 +24,7 @@ blueprint = Blueprint("ui", __name__)
 SORT_LABELS = {"relevance": "Relevance", "newest": "Newest first", "oldest": "Oldest first"}
 assert set(SORT_LABELS) == set(SORTS)
 _FORM_FIELDS = ("q", "sort")  # what the search form shows; it carries the rest as hidden fields
+FIND_AUTHOR = "find_author"  # the author facet's lookup box: part of the page's URL, not of the search
 
 
 @blueprint.context_processor
@@ -36,9 +37,18 @@ def search() -> tuple[str, int]:
     settings = service().settings
     # A submitted form sends its empty boxes too; an empty box means "not set".
     params = MultiDict([(name, value) for name, value in request.args.items(multi=True) if value.strip()])
+    find_author = params.pop(FIND_AUTHOR, "").strip()
     try:
+        if len(find_author) > settings.max_facet_prefix_length:
+            message = f"Longer than the maximum of {settings.max_facet_prefix_length} characters."
+            raise InvalidRequest(f"invalid parameters: {FIND_AUTHOR}", {FIND_AUTHOR: [message]})
         search_request: SearchRequest = load_params(SearchRequestSchema(settings), params)
         result = service().backend.search(search_request)
+        found_authors = (
+            service().backend.facet_values("author", find_author, search_request, settings.facet_limit)
+            if find_author
+            else None
+        )
     except (InvalidRequest, QuerySyntaxError) as error:
         return _render_form_error(params, error), 400
     links = _links(search_request)
@@ -52,6 +62,8 @@ def search() -> tuple[str, int]:
         pages=page_numbers(search_request.page, last),
         last_page=last,
         years=year_histogram(result.facets["year"]),
+        find_author=find_author,
+        found_authors=found_authors,
         sorts=SORT_LABELS,
         export_formats=[(name, chosen.label) for name, chosen in EXPORT_FORMATS.items()],
     ), 200

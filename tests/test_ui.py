@@ -177,3 +177,18 @@ def test_injected_markup_in_records_is_escaped(tmp_path: Path, write) -> None:
     for html in (page(client, "/?q=titles"), page(client, "/papers/x-1"), page(client, "/?author=Eve+<b>Bold</b>")):
         assert "<img" not in html and "<script>alert" not in html and "<b>Bold" not in html
         assert "&lt;img src=x onerror=alert(1)&gt;" in html or "&lt;b&gt;Bold" in html
+
+
+def test_find_an_author_lists_matching_names_counted_under_the_search(client: FlaskClient) -> None:
+    html = page(client, "/?q=embedding&find_author=nau")
+    authors = re.findall(r'data-facet="author" data-value="([^"]*)"', html)
+    assert authors == ["Maxim Naumov"]
+    assert "Names with a word starting “nau”" in html and 'href="/?q=embedding">Show the top authors' in html
+    assert 'href="/?q=embedding&amp;author=Maxim+Naumov"' in html  # choosing one ends the lookup
+
+    html = page(client, "/?find_author=zzz")
+    assert re.findall(r'data-facet="author"', html) == []
+    assert "No author in these results has a name with a word starting “zzz”" in html
+
+    html = page(client, "/?find_author=" + "n" * 101, 400)
+    assert "find_author: Longer than the maximum of 100 characters." in html

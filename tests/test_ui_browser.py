@@ -240,6 +240,17 @@ def expect_failed_load(watched: WatchedPage, status: int) -> None:
     watched.errors[:] = [error for error in watched.errors if f"status of {status}" not in error]
 
 
+def test_find_an_author_among_many(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=embedding")
+    page.get_by_label("Find an author").fill("mudi")
+    page.get_by_role("button", name="Find").click()
+    assert params(page) == {"q": ["embedding"], "find_author": ["mudi"]}
+    expect(page.locator(".facet-author .facet-value")).to_have_count(1)
+    page.locator(".facet-author .facet-value", has_text="Dheevatsa Mudigere").click()
+    expect(page.locator(".chip", has_text="Dheevatsa Mudigere")).to_be_visible()
+    assert params(page) == {"q": ["embedding"], "author": ["Dheevatsa Mudigere"]}
+
+
 def test_syntax_error_is_a_friendly_message_with_the_form_still_filled(base: str, watched: WatchedPage) -> None:
     page = watched.page
     page.goto(base)
