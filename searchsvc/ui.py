@@ -12,7 +12,7 @@ from flask import Blueprint, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 
 from searchsvc.app import service
-from searchsvc.errors import InvalidRequest, QuerySyntaxError
+from searchsvc.errors import InvalidRequest, QuerySyntaxError, SearchTimedOut
 from searchsvc.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.page_links import SearchLinks, last_page, page_numbers
 from searchsvc.schemas import SearchRequestSchema, load_params
@@ -49,8 +49,8 @@ def search() -> tuple[str, int]:
             if find_author
             else None
         )
-    except (InvalidRequest, QuerySyntaxError) as error:
-        return _render_form_error(params, error), 400
+    except (InvalidRequest, QuerySyntaxError, SearchTimedOut) as error:
+        return _render_form_error(params, error), 503 if isinstance(error, SearchTimedOut) else 400
     links = _links(search_request)
     last = last_page(result, settings.max_result_window)
     return render_template(
@@ -91,10 +91,10 @@ def _links(search_request: SearchRequest) -> SearchLinks:
     )
 
 
-def _render_form_error(params: MultiDict[str, str], error: InvalidRequest | QuerySyntaxError) -> str:
+def _render_form_error(params: MultiDict[str, str], error: InvalidRequest | QuerySyntaxError | SearchTimedOut) -> str:
     """The search form as the user filled it in, with what is wrong instead of results."""
     problems: list[str] = []
-    if isinstance(error, QuerySyntaxError):
+    if not isinstance(error, InvalidRequest):
         problems.append(error.message)
     else:
         for field, messages in error.details.items():

@@ -42,7 +42,9 @@ def test_a_search_past_its_time_limit_is_a_clear_503(seed_backend: WhooshBackend
         error = response.get_json()["error"]
         assert error["code"] == "search_timeout" and "narrow it" in error["message"]
     page = client.get("/?q=embedding")
-    assert page.status_code == 503 and "took longer than its limit" in page.get_data(as_text=True)
+    html = page.get_data(as_text=True)
+    assert page.status_code == 503 and "took longer than its limit" in html and 'role="alert"' in html
+    assert 'value="embedding"' in html  # the form is still filled in
 
 
 def test_the_clock_is_checked_inside_long_loops() -> None:
