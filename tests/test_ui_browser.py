@@ -81,19 +81,34 @@ def page(watched: WatchedPage) -> Page:
     return watched.page
 
 
+def loaded(page: Page) -> Page:
+    """The page once its current document has loaded.
+
+    A click that navigates returns when the new document is committed, and a navigation the
+    page's script starts only shows in the URL: reading elements before the load could see a
+    half-parsed page.
+    """
+    page.wait_for_load_state("load")
+    return page
+
+
+def texts(page: Page, selector: str) -> list[str]:
+    return loaded(page).locator(selector).all_inner_texts()
+
+
 def params(page: Page) -> dict[str, list[str]]:
     return parse_qs(urlsplit(page.url).query)
 
 
 def total(page: Page) -> int:
-    heading = page.locator("#results-heading").inner_text()
+    heading = loaded(page).locator("#results-heading").inner_text()
     found = re.match(r"([\d,]+) papers?|No papers", heading)
     assert found, heading
     return int(found.group(1).replace(",", "")) if found.group(1) else 0
 
 
 def facet_counts(page: Page, facet: str) -> dict[str, int]:
-    values = page.locator(f".facet-{facet} .facet-value")
+    values = loaded(page).locator(f".facet-{facet} .facet-value")
     return {
         values.nth(i).locator(".label").inner_text(): int(values.nth(i).locator(".count").inner_text().replace(",", ""))
         for i in range(values.count())
@@ -145,7 +160,7 @@ def test_two_subject_facets_change_counts_and_results(base: str, page: Page) -> 
     both = api_total(base, q="training", subject=["cs.LG", "cs.DC"])
     assert total(page) == both > before["cs.LG"]
     expect(page.locator(".facet-subject .facet-value.selected")).to_have_count(2)
-    for subjects in page.locator(".hit .meta").all_inner_texts():
+    for subjects in texts(page, ".hit .meta"):
         assert "cs.LG" in subjects or "cs.DC" in subjects
 
     page.locator(".chip", has_text="cs.LG").click()  # removing one chip keeps the other
@@ -155,7 +170,7 @@ def test_two_subject_facets_change_counts_and_results(base: str, page: Page) -> 
 
 
 def facet_counts_of_years(page: Page) -> list[str | None]:
-    bars = page.locator(".histogram a")
+    bars = loaded(page).locator(".histogram a")
     return [bars.nth(i).get_attribute("aria-label") for i in range(bars.count())]
 
 
@@ -164,7 +179,7 @@ def test_paging_forward_and_back_keeps_filters_and_sort(base: str, page: Page) -
     page.locator(".facet-subject .facet-value", has_text="cs.LG").click()
     page.get_by_label("Sort").select_option("oldest")  # the page's script searches again at once
     expect(page).to_have_url(re.compile("sort=oldest"))
-    first_page = page.locator(".hit-title").all_inner_texts()
+    first_page = texts(page, ".hit-title")
     assert total(page) == 12 and len(first_page) == 10
 
     page.get_by_role("link", name="Next →").click()
@@ -178,11 +193,11 @@ def test_paging_forward_and_back_keeps_filters_and_sort(base: str, page: Page) -
 
     page.get_by_role("link", name="← Previous").click()
     expect(page).to_have_url(re.compile(r"/\?subject=cs\.LG&sort=oldest$"))
-    assert page.locator(".hit-title").all_inner_texts() == first_page
+    assert texts(page, ".hit-title") == first_page
     page.go_back()
     expect(page).to_have_url(re.compile("page=2"))
     page.go_forward()
-    assert page.locator(".hit-title").all_inner_texts() == first_page
+    assert texts(page, ".hit-title") == first_page
 
 
 def test_a_new_query_keeps_the_filters(base: str, page: Page) -> None:
@@ -197,7 +212,7 @@ def test_the_last_page_is_never_empty(base: str, page: Page) -> None:
     page.goto(f"{base}/?q=&per_page=7&page=4")  # 28 seed papers + 1: 5 pages of 7
     expect(page.locator(".pagination li a").last).to_have_text("Next →")
     page.goto(f"{base}/?subject=cs.LG&per_page=6")  # exactly 12: two full pages
-    labels = page.locator(".pagination a").all_inner_texts()
+    labels = texts(page, ".pagination a")
     assert labels == ["1", "2", "Next →"]
     page.goto(f"{base}/?subject=cs.LG&per_page=6&page=3")  # typed by hand: says so, links back
     expect(page.locator(".empty-state")).to_contain_text("past the end")
@@ -210,7 +225,7 @@ def test_year_histogram_filters_by_year_and_range(base: str, page: Page) -> None
     page.locator(".histogram a[aria-label^='2021:']").click()
     expect(page.locator(".chip", has_text="2021")).to_be_visible()
     assert params(page)["year_from"] == ["2021"] and params(page)["year_to"] == ["2021"]
-    assert {text.split()[0] for text in page.locator(".hit .year").all_inner_texts()} == {"2021"}
+    assert {text.split()[0] for text in texts(page, ".hit .year")} == {"2021"}
 
     page.locator(".histogram a[aria-label^='2023:']").click()  # a second year extends the range
     expect(page.locator(".chip", has_text="2021–2023")).to_be_visible()
@@ -220,7 +235,7 @@ def test_year_histogram_filters_by_year_and_range(base: str, page: Page) -> None
     page.get_by_label("to", exact=True).fill("2020")
     page.get_by_role("button", name="Apply").click()
     expect(page.locator(".chip", has_text="2019–2020")).to_be_visible()
-    assert {int(year) for year in page.locator(".hit .year").all_inner_texts()} <= {2019, 2020}
+    assert {int(year) for year in texts(page, ".hit .year")} <= {2019, 2020}
 
 
 def test_author_link_filters_by_that_author(base: str, page: Page) -> None:
@@ -230,7 +245,7 @@ def test_author_link_filters_by_that_author(base: str, page: Page) -> None:
     author.click()
     expect(page.locator(".chip", has_text=name)).to_be_visible()
     assert params(page)["author"] == [name]
-    for authors in page.locator(".hit .authors").all_inner_texts():
+    for authors in texts(page, ".hit .authors"):
         assert name in authors
 
 
