@@ -226,11 +226,13 @@ class _ToNodes(Transformer):
         return None if node is None else Not(node)
 
     @v_args(inline=True)
-    def word(self, token: Token) -> Node:
+    def word(self, token: Token) -> Node | None:
         text, start, end = str(token), token.start_pos, token.end_pos
         assert start is not None and end is not None
         if "*" not in text:
             return Word(text, None, start, end)
+        if not any(char.isalnum() for char in text) and text != self.text.strip():
+            return None  # a lone symbol among other words ("operators like *, +") is punctuation, as "+" is
         if text == "*":
             raise query_error("'*' alone would match every paper: leave the query empty to list them all", start)
         if "*" in text[:-1]:

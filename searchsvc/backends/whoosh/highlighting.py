@@ -14,9 +14,8 @@ from html import escape
 
 from whoosh.analysis import Analyzer, Filter, Token
 from whoosh.highlight import ContextFragmenter, Formatter, Fragment, WholeFragmenter, get_text, highlight
-from whoosh.lang.porter import stem
 
-from searchsvc.backends.whoosh.schema import unstemmed_analyzer
+from searchsvc.backends.whoosh.schema import stem, unstemmed_analyzer
 
 SNIPPET_CHARS = 240  # the abstract snippet: about three lines of a result list
 SNIPPET_FRAGMENTS = 2

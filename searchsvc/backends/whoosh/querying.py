@@ -8,15 +8,21 @@ against the index's own word list, with a bound, because Whoosh's own expansion 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
+from math import log
+from typing import Any, Literal
 
-from whoosh import query
+from whoosh import matching, query, scoring
+from whoosh.matching import Matcher
 from whoosh.query import Query
+from whoosh.query.wrappers import WrappingQuery
 from whoosh.reading import IndexReader
+from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.highlighting import MatchedWords
-from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_BOOSTS, SEARCH_FIELDS
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_B, FIELD_BOOSTS, K1, SEARCH_FIELDS
 from searchsvc.errors import QueryTooBroad
 from searchsvc.query import (
     AllOf,
@@ -31,6 +37,8 @@ from searchsvc.query import (
     required_words,
     split_group,
 )
+
+_Parts = Literal["any", "all", "phrase"]
 
 # Scores of documents matching more of a group's clauses are raised (Whoosh's coordination
 # bonus), which orders papers within each tier of search.rank.
@@ -56,13 +64,14 @@ class QueryCompiler:
     def compile(self, node: Node) -> CompiledQuery:
         required = required_words(node)
         return CompiledQuery(
-            scored=self._query(node).normalize(),
-            required=None if required is None else self._query(required).normalize(),
+            scored=Weighted(self._query(node, "any").normalize()),
+            required=None if required is None else self._query(required, "all").normalize(),
         )
 
-    def _query(self, node: Node) -> Query:
+    def _query(self, node: Node, parts: _Parts) -> Query:
+        """`parts`: how a word that analyses to several (`memory-efficient`) matches, see _word."""
         if isinstance(node, Word):
-            return self._word(node)
+            return self._word(node, parts)
         if isinstance(node, Phrase):
             return self._phrase(node)
         if isinstance(node, Prefix):
@@ -70,23 +79,40 @@ class QueryCompiler:
         if isinstance(node, Years):
             return query.NumericRange("year", node.low, node.high)
         if isinstance(node, Not):
-            return query.Not(self._query(node.node))
+            return query.Not(self._query(node.node, "phrase"))
         if isinstance(node, AllOf):
-            return query.And([self._query(child) for child in node.nodes])
+            return query.And([self._query(child, "all") for child in node.nodes])
         if isinstance(node, Group):
             narrowing, describing = split_group(node)
-            parts = [self._query(child) for child in narrowing]
+            clauses = [self._query(child, parts) for child in narrowing]
             if describing:
-                parts.append(_any_of([self._query(child) for child in describing], _COORDINATION))
-            return parts[0] if len(parts) == 1 else query.And(parts)
-        return _any_of([self._query(child) for child in node.nodes], None)
+                clauses.append(_any_of([self._query(child, parts) for child in describing], _COORDINATION))
+            return clauses[0] if len(clauses) == 1 else query.And(clauses)
+        return _any_of([self._query(child, parts) for child in node.nodes], None)
 
-    def _word(self, node: Word) -> Query:
+    def _word(self, node: Word, parts: _Parts) -> Query:
+        """A word of title and abstract is one BM25F word; a hyphenated word is its parts.
+
+        Among words typed side by side the parts are words of the group (`memory-efficient`
+        ranks like `memory efficient`, papers with both first): read as a phrase, the
+        hyphenated words of pasted sentences missed papers writing them apart or joined
+        (docs/relevance.md). `AND` and the all-words tier need every part; `NOT` and quotes
+        keep the phrase.
+        """
         if node.field == "subject":
             return self._phrase(node)
         if node.field == "author":
             return self._terms("author", node.text)
-        return _any_of([self._terms(field, node.text) for field in _text_fields(node.field)], None)
+        fields = _text_fields(node.field)
+        words = list(dict.fromkeys(self._schema[fields[0]].process_text(node.text, mode="query")))
+        if len(words) > 1 and parts == "phrase":
+            return _any_of([self._terms(field, node.text) for field in fields], None)
+        scored = [WordInFields(word, {field: FIELD_BOOSTS[field] for field in fields}) for word in words]
+        if not scored:
+            return query.NullQuery
+        if len(scored) == 1:
+            return scored[0]
+        return query.And(scored) if parts == "all" else query.Or(scored)
 
     def _phrase(self, node: Phrase | Word) -> Query:
         if node.field in ("author", "subject"):
@@ -154,3 +180,181 @@ def matched_words(compiled: Query) -> MatchedWords:
         elif field in EXACT_FIELDS.values():
             exact.add(word)
     return MatchedWords(frozenset(stemmed), frozenset(exact))
+
+
+# Scoring -------------------------------------------------------------------------
+#
+# Plain words search title and abstract as one BM25F score (WordInFields): a word's
+# occurrences in each field are weighed, normalised by that field's length and summed before
+# they saturate, so a word found in both fields does not count twice as a word in one.
+# Everything else (phrases, wildcard words, one-field words) scores Lucene's BM25 per field
+# (LuceneBM25), on the same scale. Both use Lucene's idf, which gives words in most papers
+# almost nothing; Whoosh's own idf adds 1 to every word, and on pasted sentences the common
+# words then outvote the rare ones (docs/relevance.md).
+
+
+def _idf(searcher: Searcher, fields: Iterator[str] | tuple[str, ...], text: bytes) -> float:
+    """Lucene's BM25 idf, from the word's document frequency in the field where it is commonest."""
+    top = searcher.get_parent()  # statistics of the whole index, not of one segment
+    frequency = max((top.doc_frequency(field, text) for field in fields), default=0)
+    papers = top.doc_count_all()
+    return log(1 + (papers - frequency + 0.5) / (frequency + 0.5))
+
+
+def _length_norm(searcher: Searcher, field: str) -> Callable[[int], float]:
+    """Document number → BM25's length normalisation of `field` (1 for a field of average length)."""
+    b = FIELD_B.get(field.removesuffix("_exact"), 0.75)
+    average = searcher.get_parent().avg_field_length(field) or 1.0
+    length = searcher.reader().doc_field_length
+    return lambda docnum: 1 - b + b * length(docnum, field, 0) / average
+
+
+class LuceneBM25(scoring.WeightingModel):
+    """BM25 of one field as Lucene scores it, with this schema's per-field b."""
+
+    def supports_block_quality(self) -> bool:
+        return True
+
+    def scorer(self, searcher: Searcher, fieldname: str, text: bytes, qf: int = 1) -> scoring.BaseScorer:
+        if not searcher.schema[fieldname].scorable:
+            return scoring.WeightScorer.for_(searcher, fieldname, text)
+        return _LuceneBM25Scorer(searcher, fieldname, text)
+
+
+class _LuceneBM25Scorer(scoring.WeightLengthScorer):
+    def __init__(self, searcher: Searcher, fieldname: str, text: bytes) -> None:
+        self.idf = _idf(searcher, (fieldname,), text)
+        self.b = FIELD_B.get(fieldname.removesuffix("_exact"), 0.75)
+        self.avgfl = searcher.get_parent().avg_field_length(fieldname) or 1.0
+        self.setup(searcher, fieldname, text)
+
+    def _score(self, weight: float, length: float) -> float:
+        return self.idf * weight * (K1 + 1) / (weight + K1 * (1 - self.b + self.b * length / self.avgfl))
+
+
+WEIGHTING = LuceneBM25()
+
+
+class Weighted(WrappingQuery):
+    """Scores its query with WEIGHTING whatever the searcher's own weighting is."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Weighted) and self.child == other.child
+
+    def __hash__(self) -> int:
+        return hash((Weighted, self.child))
+
+    def matcher(self, searcher: Searcher, context: Any = None) -> Matcher:
+        context = searcher.context() if context is None else context
+        if context.weighting is not None:  # None: only which papers match counts (docs_for_query)
+            context = context.set(weighting=WEIGHTING)
+        return self.child.matcher(searcher, context)
+
+
+class WordInFields(query.Query):
+    """One analysed word in several fields, scored as one BM25F score."""
+
+    def __init__(self, text: str, fields: dict[str, float], boost: float = 1.0) -> None:
+        self.text = text
+        self.fields = fields  # field → weight of an occurrence in it
+        self.boost = boost
+
+    # Equality is identity: a word typed twice is two clauses and counts twice, as in Lucene
+    # (Or.normalize would drop equal clauses).
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"WordInFields({self.text!r}, {self.fields!r}, boost={self.boost})"
+
+    def is_leaf(self) -> bool:
+        return True
+
+    def field(self) -> None:
+        return None  # several fields
+
+    def has_terms(self) -> bool:
+        return True
+
+    def terms(self, phrases: bool = False) -> Iterator[tuple[str, str]]:
+        for field in self.fields:
+            yield field, self.text
+
+    def estimate_size(self, ixreader: IndexReader) -> int:
+        return sum(ixreader.doc_frequency(field, self.text.encode("utf-8")) for field in self.fields)
+
+    def matcher(self, searcher: Searcher, context: Any = None) -> Matcher:
+        reader = searcher.reader()
+        text = self.text.encode("utf-8")
+        postings = [
+            (reader.postings(field, text), weight, _length_norm(searcher, field))
+            for field, weight in self.fields.items()
+            if (field, text) in reader
+        ]
+        if not postings:
+            return matching.NullMatcher()
+        idf = _idf(searcher, tuple(self.fields), text)
+        return _BM25FMatcher(postings, self.boost * idf)
+
+
+class _BM25FMatcher(Matcher):
+    """The union of one word's postings in several fields, scored by BM25F."""
+
+    def __init__(self, postings: list[tuple[Matcher, float, Callable[[int], float]]], scale: float) -> None:
+        self._postings = postings
+        self._scale = scale  # boost × idf
+
+    def _active(self) -> list[tuple[Matcher, float, Callable[[int], float]]]:
+        return [entry for entry in self._postings if entry[0].is_active()]
+
+    def is_active(self) -> bool:
+        return any(m.is_active() for m, _, _ in self._postings)
+
+    def id(self) -> int:
+        return min(m.id() for m, _, _ in self._active())
+
+    def next(self) -> None:
+        current = self.id()
+        for m, _, _ in self._active():
+            if m.id() == current:
+                m.next()
+
+    def skip_to(self, target: int) -> None:
+        for m, _, _ in self._active():
+            if m.id() < target:
+                m.skip_to(target)
+
+    def weight(self) -> float:
+        current = self.id()
+        return sum(m.weight() for m, _, _ in self._active() if m.id() == current)
+
+    def score(self) -> float:
+        current = self.id()
+        frequency = sum(weight * m.weight() / norm(current) for m, weight, norm in self._active() if m.id() == current)
+        return self._scale * frequency * (K1 + 1) / (frequency + K1)
+
+    def supports_block_quality(self) -> bool:
+        return False
+
+    def max_quality(self) -> float:
+        return self._scale * (K1 + 1)
+
+    def replace(self, minquality: float = 0) -> Matcher:
+        active = self._active()
+        if not active:
+            return matching.NullMatcher()
+        self._postings = active
+        return self
+
+    def copy(self) -> Matcher:
+        return _BM25FMatcher([(m.copy(), weight, norm) for m, weight, norm in self._postings], self._scale)
+
+    def term_matchers(self) -> Iterator[Matcher]:
+        for m, _, _ in self._postings:
+            yield from m.term_matchers()
+
+    def children(self) -> list[Matcher]:
+        return [m for m, _, _ in self._postings]

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
+import Stemmer
 from whoosh.analysis import (
     Analyzer,
     CharsetFilter,
+    Filter,
     LowercaseFilter,
     RegexTokenizer,
-    StemFilter,
     StopFilter,
+    Token,
 )
 from whoosh.columns import NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
@@ -16,7 +21,12 @@ from whoosh.support.charset import accent_map
 
 # Fields a free-text query searches, and how much a match in each counts.
 SEARCH_FIELDS = ("title", "abstract")
-FIELD_BOOSTS = {"title": 2.0, "abstract": 1.0}
+FIELD_BOOSTS = {"title": 4.0, "abstract": 1.0}
+# BM25F (querying.WordInFields): a word's occurrences in title and abstract are weighed
+# (FIELD_BOOSTS), each normalised by its field's length (FIELD_B), summed, and saturated
+# once (K1). Chosen by docs/relevance.md's measurements; applied at query time.
+FIELD_B = {"title": 0.9, "abstract": 0.75}
+K1 = 1.6
 # The same text unstemmed, for exact phrases, wildcards and spelling suggestions.
 EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
 
@@ -28,12 +38,52 @@ FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "fa
 # document order itself (see indexing.write_index).
 OLDEST_RANK = "oldest_rank"
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+
+
+class SnowballStemFilter(Filter):
+    """English Snowball ("Porter2") stemming through PyStemmer, the maintained C implementation.
+
+    Whoosh's own StemFilter is the original Porter algorithm; its pure-Python Snowball port
+    is an older version of the algorithm ("added" → "ad"). The stemmer object cannot be
+    pickled, and Whoosh pickles the schema into the index, so only the language is kept.
+    """
+
+    def __init__(self, language: str = "english") -> None:
+        self.language = language
+        self._stemmer = Stemmer.Stemmer(language)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"language": self.language}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["language"])  # type: ignore[misc]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SnowballStemFilter) and other.language == self.language
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.language))
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        stem = self._stemmer.stemWord
+        for token in tokens:
+            if not token.stopped:
+                token.text = stem(token.text)
+            yield token
+
+
+_STEMMER = SnowballStemFilter()
+
+
+def stem(word: str) -> str:
+    """`word` (lowercased, accent-folded) as the text analyzer stems it."""
+    return _STEMMER._stemmer.stemWord(word)
 
 
 def text_analyzer() -> Analyzer:
-    """Words, lowercased, accents folded, stop words dropped, Porter-stemmed."""
-    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map) | StopFilter() | StemFilter()
+    """Words, lowercased, accents folded, stop words dropped, Snowball-stemmed."""
+    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map) | StopFilter() | SnowballStemFilter()
 
 
 def unstemmed_analyzer() -> Analyzer:
