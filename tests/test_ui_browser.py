@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from browser import DESKTOP, PHONE, TIMEOUT_MS, WatchedPage, launch, screenshot, watch
 from conftest import SEEDS, jsonl
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 from servers import get, procfile_web, rebuild_index
 
 INJECTED_TITLE = "Robust parsing of <img src=x onerror=alert(1)> in scholarly titles"
@@ -92,6 +92,18 @@ def loaded(page: Page) -> Page:
     return page
 
 
+def follow(target: Locator) -> None:
+    """Click a link or button that loads another page; return once that page has loaded."""
+    with target.page.expect_navigation():
+        target.click()
+
+
+def follow_key(page: Page, key: str) -> None:
+    """Press a key that submits a form; return once the page it loads has loaded."""
+    with page.expect_navigation():
+        page.keyboard.press(key)
+
+
 def texts(page: Page, selector: str) -> list[str]:
     return loaded(page).locator(selector).all_inner_texts()
 
@@ -130,7 +142,7 @@ def test_type_a_query_and_submit(base: str, page: Page) -> None:
     page.goto(base)
     expect(page.locator("#results-heading")).to_contain_text(f"{PAPERS} papers")
     page.get_by_label("Search papers").fill("compositional embeddings")
-    page.keyboard.press("Enter")
+    follow_key(page, "Enter")
 
     expect(page).to_have_url(re.compile(r"q=compositional\+embeddings"))
     first = page.locator(".hit").first
@@ -147,14 +159,14 @@ def test_two_subject_facets_change_counts_and_results(base: str, page: Page) -> 
     years_before = facet_counts_of_years(page)
     assert {"cs.LG", "cs.DC"} <= set(before), before
 
-    page.locator(".facet-subject .facet-value", has_text="cs.LG").click()
+    follow(page.locator(".facet-subject .facet-value", has_text="cs.LG"))
     expect(page.locator(".chip", has_text="cs.LG")).to_be_visible()
     assert params(page)["subject"] == ["cs.LG"]
     assert total(page) == before["cs.LG"]  # the count beside the value was the number of results
     assert facet_counts(page, "subject")["cs.DC"] == before["cs.DC"]  # multi-select: own facet not narrowed
     assert facet_counts_of_years(page) != years_before  # the other facets are
 
-    page.locator(".facet-subject .facet-value", has_text="cs.DC").click()
+    follow(page.locator(".facet-subject .facet-value", has_text="cs.DC"))
     expect(page.locator(".chip", has_text="cs.DC")).to_be_visible()
     assert params(page)["subject"] == ["cs.LG", "cs.DC"]
     both = api_total(base, q="training", subject=["cs.LG", "cs.DC"])
@@ -163,9 +175,9 @@ def test_two_subject_facets_change_counts_and_results(base: str, page: Page) -> 
     for subjects in texts(page, ".hit .meta"):
         assert "cs.LG" in subjects or "cs.DC" in subjects
 
-    page.locator(".chip", has_text="cs.LG").click()  # removing one chip keeps the other
+    follow(page.locator(".chip", has_text="cs.LG"))  # removing one chip keeps the other
     assert params(page)["subject"] == ["cs.DC"]
-    page.get_by_role("link", name="Clear all filters").click()
+    follow(page.get_by_role("link", name="Clear all filters"))
     assert "subject" not in params(page) and params(page)["q"] == ["training"]
 
 
@@ -176,13 +188,14 @@ def facet_counts_of_years(page: Page) -> list[str | None]:
 
 def test_paging_forward_and_back_keeps_filters_and_sort(base: str, page: Page) -> None:
     page.goto(base)
-    page.locator(".facet-subject .facet-value", has_text="cs.LG").click()
-    page.get_by_label("Sort").select_option("oldest")  # the page's script searches again at once
+    follow(page.locator(".facet-subject .facet-value", has_text="cs.LG"))
+    with page.expect_navigation():  # the page's script searches again at once
+        page.get_by_label("Sort").select_option("oldest")
     expect(page).to_have_url(re.compile("sort=oldest"))
     first_page = texts(page, ".hit-title")
     assert total(page) == 12 and len(first_page) == 10
 
-    page.get_by_role("link", name="Next →").click()
+    follow(page.get_by_role("link", name="Next →"))
     expect(page).to_have_url(re.compile("page=2"))
     assert params(page) == {"subject": ["cs.LG"], "sort": ["oldest"], "page": ["2"]}
     expect(page.locator(".hit")).to_have_count(2)
@@ -191,7 +204,7 @@ def test_paging_forward_and_back_keeps_filters_and_sort(base: str, page: Page) -
     expect(page.get_by_label("Sort")).to_have_value("oldest")
     expect(page.locator(".pagination [aria-current=page]")).to_have_text("2")
 
-    page.get_by_role("link", name="← Previous").click()
+    follow(page.get_by_role("link", name="← Previous"))
     expect(page).to_have_url(re.compile(r"/\?subject=cs\.LG&sort=oldest$"))
     assert texts(page, ".hit-title") == first_page
     page.go_back()
@@ -203,7 +216,7 @@ def test_paging_forward_and_back_keeps_filters_and_sort(base: str, page: Page) -
 def test_a_new_query_keeps_the_filters(base: str, page: Page) -> None:
     page.goto(f"{base}/?subject=cs.IR")
     page.get_by_label("Search papers").fill("embedding")
-    page.get_by_role("button", name="Search").click()
+    follow(page.get_by_role("button", name="Search"))
     expect(page).to_have_url(re.compile("q=embedding"))
     assert params(page)["subject"] == ["cs.IR"]
 
@@ -216,24 +229,24 @@ def test_the_last_page_is_never_empty(base: str, page: Page) -> None:
     assert labels == ["1", "2", "Next →"]
     page.goto(f"{base}/?subject=cs.LG&per_page=6&page=3")  # typed by hand: says so, links back
     expect(page.locator(".empty-state")).to_contain_text("past the end")
-    page.get_by_role("link", name="Go to the last page (page 2)").click()
+    follow(page.get_by_role("link", name="Go to the last page (page 2)"))
     expect(page.locator(".hit")).to_have_count(6)
 
 
 def test_year_histogram_filters_by_year_and_range(base: str, page: Page) -> None:
     page.goto(base)
-    page.locator(".histogram a[aria-label^='2021:']").click()
+    follow(page.locator(".histogram a[aria-label^='2021:']"))
     expect(page.locator(".chip", has_text="2021")).to_be_visible()
     assert params(page)["year_from"] == ["2021"] and params(page)["year_to"] == ["2021"]
     assert {text.split()[0] for text in texts(page, ".hit .year")} == {"2021"}
 
-    page.locator(".histogram a[aria-label^='2023:']").click()  # a second year extends the range
+    follow(page.locator(".histogram a[aria-label^='2023:']"))  # a second year extends the range
     expect(page.locator(".chip", has_text="2021–2023")).to_be_visible()
     assert total(page) == api_total(base, year_from=2021, year_to=2023)
 
     page.get_by_label("From").fill("2019")
     page.get_by_label("to", exact=True).fill("2020")
-    page.get_by_role("button", name="Apply").click()
+    follow(page.get_by_role("button", name="Apply"))
     expect(page.locator(".chip", has_text="2019–2020")).to_be_visible()
     assert {int(year) for year in texts(page, ".hit .year")} <= {2019, 2020}
 
@@ -242,7 +255,7 @@ def test_author_link_filters_by_that_author(base: str, page: Page) -> None:
     page.goto(f"{base}/?q=checkpointing")
     author = page.locator(".hit .author").first
     name = author.inner_text()
-    author.click()
+    follow(author)
     expect(page.locator(".chip", has_text=name)).to_be_visible()
     assert params(page)["author"] == [name]
     for authors in texts(page, ".hit .authors"):
@@ -258,10 +271,10 @@ def expect_failed_load(watched: WatchedPage, status: int) -> None:
 def test_find_an_author_among_many(base: str, page: Page) -> None:
     page.goto(f"{base}/?q=embedding")
     page.get_by_label("Find an author").fill("mudi")
-    page.get_by_role("button", name="Find").click()
+    follow(page.get_by_role("button", name="Find"))
     assert params(page) == {"q": ["embedding"], "find_author": ["mudi"]}
     expect(page.locator(".facet-author .facet-value")).to_have_count(1)
-    page.locator(".facet-author .facet-value", has_text="Dheevatsa Mudigere").click()
+    follow(page.locator(".facet-author .facet-value", has_text="Dheevatsa Mudigere"))
     expect(page.locator(".chip", has_text="Dheevatsa Mudigere")).to_be_visible()
     assert params(page) == {"q": ["embedding"], "author": ["Dheevatsa Mudigere"]}
 
@@ -272,7 +285,7 @@ def test_syntax_error_is_a_friendly_message_with_the_form_still_filled(base: str
     page.get_by_label("Search papers").fill("embedding AND")
     response_status = []
     page.on("response", lambda response: response_status.append(response.status) if "q=" in response.url else None)
-    page.keyboard.press("Enter")
+    follow_key(page, "Enter")
     alert = page.get_by_role("alert")
     expect(alert).to_contain_text("'AND' needs a search term after it (column 11)")
     expect(page.get_by_label("Search papers")).to_have_value("embedding AND")
@@ -290,7 +303,7 @@ def test_did_you_mean_and_the_empty_state(base: str, page: Page) -> None:
     expect(empty.get_by_role("link", name="search without any filter")).to_be_visible()
     screenshot(page, "empty-state")
 
-    page.locator(".suggestion a").click()
+    follow(page.locator(".suggestion a"))
     expect(page).to_have_url(re.compile("q=compositional"))
     assert params(page)["subject"] == ["cs.LG"]  # the suggestion keeps the filters
     assert total(page) > 0
@@ -304,7 +317,7 @@ def test_paper_page_with_related_papers_and_copy_bibtex(browser: Browser, base: 
         page = watched.page
         page.goto(f"{base}/?q=compositional+embeddings")
         title = page.locator(".hit-title a").first.inner_text()
-        page.locator(".hit-title a").first.click()
+        follow(page.locator(".hit-title a").first)
 
         expect(page.get_by_role("heading", level=1)).to_have_text(title)
         expect(page.locator(".paper-abstract")).not_to_be_empty()
@@ -316,7 +329,7 @@ def test_paper_page_with_related_papers_and_copy_bibtex(browser: Browser, base: 
         assert page.evaluate("navigator.clipboard.readText()") == bibtex
         screenshot(page, "paper")
 
-        page.locator(".related .hit-title a").first.click()  # related papers lead on
+        follow(page.locator(".related .hit-title a").first)  # related papers lead on
         expect(page.get_by_role("heading", level=1)).not_to_have_text(title)
 
 
@@ -358,11 +371,11 @@ def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, ba
         page.locator(".hit summary").first.click()
         expect(page.locator(".hit .abstract p").first).to_contain_text("<script>alert(2)</script>")
 
-        page.locator(".hit .author").first.click()  # the markup travels through a URL and a chip
+        follow(page.locator(".hit .author").first)  # the markup travels through a URL and a chip
         expect(page.locator(".chip", has_text=INJECTED_AUTHOR)).to_be_visible()
         assert total(page) == 1
 
-        title.click()
+        follow(title)
         expect(page.get_by_role("heading", level=1)).to_have_text(INJECTED_TITLE)
         expect(page.locator("main img, main script, main svg, main b")).to_have_count(0)
         page.wait_for_timeout(300)  # an onerror handler would fire as the broken image fails to load
@@ -411,7 +424,7 @@ def test_keyboard_only(base: str, page: Page) -> None:
     facet.focus()
     outline = facet.evaluate("e => getComputedStyle(e).outlineStyle")
     assert outline != "none"
-    page.keyboard.press("Enter")
+    follow_key(page, "Enter")
     expect(page).to_have_url(re.compile("subject="))
 
 
@@ -421,9 +434,9 @@ def test_works_without_javascript(browser: Browser, base: str) -> None:
         page.goto(base)
         page.get_by_label("Search papers").fill("embedding")
         page.get_by_label("Sort").select_option("newest")
-        page.get_by_role("button", name="Search").click()
+        follow(page.get_by_role("button", name="Search"))
         assert params(page) == {"q": ["embedding"], "sort": ["newest"]}
-        page.locator(".facet-subject .facet-value").first.click()
+        follow(page.locator(".facet-subject .facet-value").first)
         assert "subject" in params(page)
 
         hit = page.locator(".hit").first
@@ -434,7 +447,7 @@ def test_works_without_javascript(browser: Browser, base: str) -> None:
         hit.get_by_text("Hide full abstract").click()
         expect(hit.locator(".snippet")).to_be_visible()
 
-        page.locator(".hit-title a").first.click()
+        follow(page.locator(".hit-title a").first)
         expect(page.get_by_role("button", name="Copy BibTeX")).to_be_hidden()  # needs script; text stays selectable
         expect(page.locator("#bibtex")).to_be_visible()
 
