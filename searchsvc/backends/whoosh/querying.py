@@ -301,39 +301,53 @@ class WordInFields(query.Query):
 
 
 class _BM25FMatcher(Matcher):
-    """The union of one word's postings in several fields, scored by BM25F."""
+    """The union of one word's postings in several fields, scored by BM25F.
+
+    The current document and the postings still active are kept, not recomputed on every
+    call: a collector asks for `id()` several times per document.
+    """
 
     def __init__(self, postings: list[tuple[Matcher, float, Callable[[int], float]]], scale: float) -> None:
         self._postings = postings
         self._scale = scale  # boost × idf
+        self._current: int | None = None
+        self._settle()
 
-    def _active(self) -> list[tuple[Matcher, float, Callable[[int], float]]]:
-        return [entry for entry in self._postings if entry[0].is_active()]
+    def _settle(self) -> None:
+        self._postings = [entry for entry in self._postings if entry[0].is_active()]
+        self._current = min((m.id() for m, _, _ in self._postings), default=None)
 
     def is_active(self) -> bool:
-        return any(m.is_active() for m, _, _ in self._postings)
+        return self._current is not None
 
     def id(self) -> int:
-        return min(m.id() for m, _, _ in self._active())
+        assert self._current is not None
+        return self._current
 
     def next(self) -> None:
-        current = self.id()
-        for m, _, _ in self._active():
+        current = self._current
+        for m, _, _ in self._postings:
             if m.id() == current:
                 m.next()
+        self._settle()
 
     def skip_to(self, target: int) -> None:
-        for m, _, _ in self._active():
+        for m, _, _ in self._postings:
             if m.id() < target:
                 m.skip_to(target)
+        self._settle()
 
     def weight(self) -> float:
-        current = self.id()
-        return sum(m.weight() for m, _, _ in self._active() if m.id() == current)
+        current = self._current
+        return sum(m.weight() for m, _, _ in self._postings if m.id() == current)
 
     def score(self) -> float:
-        current = self.id()
-        frequency = sum(weight * m.weight() / norm(current) for m, weight, norm in self._active() if m.id() == current)
+        current = self._current
+        assert current is not None
+        frequency = 0.0
+        for m, weight, norm in self._postings:
+            if m.id() == current:
+                frequency += weight * m.weight() / norm(current)
         return self._scale * frequency * (K1 + 1) / (frequency + K1)
 
     def supports_block_quality(self) -> bool:
@@ -343,11 +357,7 @@ class _BM25FMatcher(Matcher):
         return self._scale * (K1 + 1)
 
     def replace(self, minquality: float = 0) -> Matcher:
-        active = self._active()
-        if not active:
-            return matching.NullMatcher()
-        self._postings = active
-        return self
+        return self if self._postings else matching.NullMatcher()
 
     def copy(self) -> Matcher:
         return _BM25FMatcher([(m.copy(), weight, norm) for m, weight, norm in self._postings], self._scale)
