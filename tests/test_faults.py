@@ -3,7 +3,7 @@ bad source files, a full disk, a forged pointer, and what requests can put in th
 
 Each ends the same way: a clear error, the published index still served (or a 503 that says
 why, until a rebuild fixes it, without a restart), and nothing lost. The killed rebuild
-(SIGKILL half-way) is tests/test_cli.py::test_killed_rebuild_leaves_the_previous_index_serving.
+(SIGKILL half-way) is tests/test_cli.py::test_rebuild_killed_half_way_leaves_previous_index_and_no_stale_state.
 """
 
 from __future__ import annotations
