@@ -30,7 +30,7 @@ def test_debug_mode_stays_off_whatever_the_environment_says(tmp_path: Path, monk
         raise RuntimeError("internal detail")
 
     app.add_url_rule("/api/fail", view_func=fail)
-    app.logger.disabled = True
+    monkeypatch.setattr(app.logger, "disabled", True)  # the logger is shared by every app: restore it
     response = app.test_client().get("/api/fail")
     assert response.status_code == 500
     assert "internal detail" not in response.get_data(as_text=True) and "Traceback" not in response.get_data(

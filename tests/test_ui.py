@@ -119,7 +119,7 @@ def test_an_unexpected_failure_is_a_500_page_without_internals(tmp_path: Path, m
         raise RuntimeError("secret internals")
 
     monkeypatch.setattr(app.extensions["searchsvc"].backend, "search", broken)
-    app.logger.disabled = True
+    monkeypatch.setattr(app.logger, "disabled", True)  # the logger is shared by every app: restore it
     response = app.test_client().get("/?q=x")
     html = response.get_data(as_text=True)
     assert response.status_code == 500 and "Something went wrong" in html and "secret" not in html
