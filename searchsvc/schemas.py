@@ -17,7 +17,7 @@ from searchsvc.search import SORTS, ExportRequest, FacetLookupRequest, SearchReq
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")
-_TOO_LONG = "Longer than the maximum of {max} characters."
+TOO_LONG = "Longer than the maximum of {max} characters."
 _OUT_OF_RANGE = "Must be between {min} and {max}."
 
 
@@ -61,7 +61,7 @@ class SearchRequestSchema(Schema):
         _limit(
             self,
             "q",
-            validate.Length(max=settings.max_query_length, error=_TOO_LONG),
+            validate.Length(max=settings.max_query_length, error=TOO_LONG),
         )
         for name in ("subject", "author"):
             _limit(self, name, validate.Length(max=settings.max_filter_values, error="More than {max} values."))
@@ -120,7 +120,7 @@ class FacetLookupRequestSchema(SearchRequestSchema):
         _limit(
             self,
             "prefix",
-            validate.Length(max=settings.max_facet_prefix_length, error=_TOO_LONG),
+            validate.Length(max=settings.max_facet_prefix_length, error=TOO_LONG),
         )
         _limit(self, "limit", validate.Range(min=1, max=settings.max_per_page, error=_OUT_OF_RANGE))
         self.fields["limit"].load_default = settings.facet_limit

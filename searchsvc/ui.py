@@ -15,7 +15,7 @@ from searchsvc.app import service
 from searchsvc.errors import InvalidRequest, QuerySyntaxError, SearchTimedOut
 from searchsvc.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.page_links import SearchLinks, last_page, page_numbers
-from searchsvc.schemas import SearchRequestSchema, load_params
+from searchsvc.schemas import TOO_LONG, SearchRequestSchema, load_params
 from searchsvc.search import SORTS, SearchRequest
 from searchsvc.year_histogram import year_histogram
 
@@ -40,7 +40,7 @@ def search() -> tuple[str, int]:
     find_author = params.pop(FIND_AUTHOR, "").strip()
     try:
         if len(find_author) > settings.max_facet_prefix_length:
-            message = f"Longer than the maximum of {settings.max_facet_prefix_length} characters."
+            message = TOO_LONG.format(max=settings.max_facet_prefix_length)
             raise InvalidRequest(f"invalid parameters: {FIND_AUTHOR}", {FIND_AUTHOR: [message]})
         search_request: SearchRequest = load_params(SearchRequestSchema(settings), params)
         result = service().backend.search(search_request)

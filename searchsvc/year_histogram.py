@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from searchsvc.search import FacetValue
 
 BAR_WIDTH = 10  # SVG user units per year; the picture is scaled to the sidebar's width
+BAR_GAP = 1  # space either side of a drawn bar, inside its clickable column
 CHART_HEIGHT = 60
 _MIN_BAR = 3  # a year with one paper among thousands must still be visible and clickable
 
@@ -28,10 +29,12 @@ class YearBar:
 @dataclass(frozen=True)
 class YearHistogram:
     bars: list[YearBar]
+    bar_width: int = BAR_WIDTH
+    bar_gap: int = BAR_GAP
 
     @property
     def width(self) -> int:
-        return len(self.bars) * BAR_WIDTH
+        return len(self.bars) * self.bar_width
 
     @property
     def height(self) -> int:
