@@ -13,6 +13,11 @@ over every judged query; a query the service rejects, or one that finds nothing,
     python bench/relevance.py --out bench/results/relevance.json > bench/results/relevance.md
     python bench/relevance.py --collection cacm --json
     python bench/relevance.py --corpus C.jsonl --queries Q.tsv --qrels R.tsv [--name N]
+    python bench/relevance.py --opensearch http://127.0.0.1:9200   # the OpenSearch backend too
+
+With `--opensearch URLS` the service is also indexed on, and searched through, the
+OpenSearch backend (`SEARCHSVC_BACKEND=opensearch`) in the same run: a third system,
+`searchsvc-opensearch`. Each collection gets an alias of its own, deleted afterwards.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ import ir_measures
 import numpy as np
 import Stemmer
 from ir_measures import AP, RR, R, nDCG
+from opensearchpy import OpenSearch
 
-from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.backends import Backend, open_backend
 from searchsvc.errors import InvalidRequest, QuerySyntaxError
 from searchsvc.rebuild import rebuild
 from searchsvc.schemas import parse_search_request
@@ -43,7 +49,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEPTH = 100  # results scored per query: the API's largest page
 MEASURES = {"nDCG@10": nDCG @ 10, "MAP": AP, "R@100": R @ DEPTH, "MRR": RR}
 REFERENCE_K1, REFERENCE_B = 0.9, 0.4
-SYSTEMS = ("searchsvc", "bm25s")
+SYSTEMS = ("searchsvc", "searchsvc-opensearch", "bm25s")  # in table order; the second only with --opensearch
 
 
 @dataclass(frozen=True)
@@ -135,18 +141,19 @@ def ranked(doc_ids: Iterable[str]) -> dict[str, float]:
     return {doc_id: float(len(ids) - rank) for rank, doc_id in enumerate(ids)}
 
 
-def index_with_searchsvc(records: list[dict[str, Any]], workdir: Path) -> WhooshBackend:
-    """Rebuild an index of `records` exactly as `searchsvc rebuild corpus.jsonl` would."""
+def index_with_searchsvc(records: list[dict[str, Any]], workdir: Path, **settings: Any) -> Backend:
+    """Rebuild an index of `records` exactly as `searchsvc rebuild corpus.jsonl` would
+    (on the Whoosh backend in `workdir`, unless `settings` choose another)."""
     source = workdir / "corpus.jsonl"
     with source.open("w", encoding="utf-8") as stream:
         for record in records:
             stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-    backend = WhooshBackend(load_settings({"index_dir": workdir / "index"}, environ={}))
+    backend = open_backend(load_settings({"index_dir": workdir / "index", **settings}, environ={}))
     rebuild(backend, [source])
     return backend
 
 
-def search_with_searchsvc(backend: WhooshBackend, queries: Mapping[str, str]) -> tuple[Run, dict[str, str]]:
+def search_with_searchsvc(backend: Backend, queries: Mapping[str, str]) -> tuple[Run, dict[str, str]]:
     """Each query as the API runs it; a refused query is recorded with its error and left empty."""
     run: Run = {}
     rejected: dict[str, str] = {}
@@ -208,8 +215,10 @@ def evaluate(run: Run, qrels: Qrels) -> dict[str, float]:
     return {name: total / len(qrels) if qrels else 0.0 for name, total in totals.items()}
 
 
-def evaluate_collection(collection: Collection, log: Callable[[str], None] = lambda message: None) -> CollectionResult:
-    """Index, search and score one collection with both systems."""
+def evaluate_collection(
+    collection: Collection, log: Callable[[str], None] = lambda message: None, opensearch: str | None = None
+) -> CollectionResult:
+    """Index, search and score one collection with every system."""
     records, skipped = read_corpus(collection.corpus)
     qrels = read_qrels(collection.qrels, collection.min_relevance)
     queries = {query_id: text for query_id, text in read_queries(collection.queries).items() if query_id in qrels}
@@ -217,21 +226,42 @@ def evaluate_collection(collection: Collection, log: Callable[[str], None] = lam
     if missing:
         raise SystemExit(f"{collection.name}: judged queries without text: {sorted(missing)[:5]}")
     result = CollectionResult(collection.name, len(records), skipped, len(queries))
-    with tempfile.TemporaryDirectory(prefix=f"relevance-{collection.name}-") as tmp:
-        started = time.perf_counter()
-        backend = index_with_searchsvc(records, Path(tmp))
-        result.seconds["searchsvc_index"] = time.perf_counter() - started
-        log(f"{collection.name}: indexed {len(records)} records in {result.seconds['searchsvc_index']:.1f} s")
-        started = time.perf_counter()
-        service_run, result.rejected = search_with_searchsvc(backend, queries)
-        result.seconds["searchsvc_search"] = time.perf_counter() - started
-        log(f"{collection.name}: {len(queries)} queries in {result.seconds['searchsvc_search']:.1f} s")
+    backends: dict[str, dict[str, Any]] = {"searchsvc": {}}
+    if opensearch:
+        alias = f"relevance-{collection.name.lower()}"
+        backends["searchsvc-opensearch"] = {
+            "backend": "opensearch",
+            "opensearch_url": opensearch,
+            "opensearch_index": alias,
+        }
+    runs: dict[str, Run] = {}
+    for system, settings in backends.items():
+        with tempfile.TemporaryDirectory(prefix=f"relevance-{collection.name}-") as tmp:
+            started = time.perf_counter()
+            backend = index_with_searchsvc(records, Path(tmp), **settings)
+            result.seconds[f"{system}_index"] = time.perf_counter() - started
+            log(f"{collection.name}: {system} indexed {len(records)} records in {time.perf_counter() - started:.1f} s")
+            started = time.perf_counter()
+            runs[system], rejected = search_with_searchsvc(backend, queries)
+            result.seconds[f"{system}_search"] = time.perf_counter() - started
+            log(f"{collection.name}: {system} ran {len(queries)} queries in {result.seconds[f'{system}_search']:.1f} s")
+            if system == "searchsvc":
+                result.rejected = rejected
+            if opensearch and settings:
+                _delete_alias_indices(opensearch, settings["opensearch_index"])
     started = time.perf_counter()
-    reference_run = search_with_bm25s(records, queries)
+    runs["bm25s"] = search_with_bm25s(records, queries)
     result.seconds["bm25s"] = time.perf_counter() - started
-    result.metrics = {"searchsvc": evaluate(service_run, qrels), "bm25s": evaluate(reference_run, qrels)}
+    result.metrics = {system: evaluate(run, qrels) for system, run in runs.items()}
     result.seconds = {phase: round(seconds, 2) for phase, seconds in result.seconds.items()}
     return result
+
+
+def _delete_alias_indices(urls: str, alias: str) -> None:
+    """Delete the OpenSearch indices a collection was loaded into (the alias goes with them)."""
+    client = OpenSearch(hosts=urls.split(","))
+    client.indices.delete(index=f"{alias}-*", ignore_unavailable=True)
+    client.close()
 
 
 # Reporting ----------------------------------------------------------------------
@@ -242,9 +272,9 @@ def table(results: list[CollectionResult]) -> str:
     head = "| collection | system | " + " | ".join(MEASURES) + " | queries | rejected |"
     lines = [head, "|" + " --- |" * (4 + len(MEASURES))]
     for result in results:
-        for system in SYSTEMS:
+        for system in [system for system in SYSTEMS if system in result.metrics]:
             values = " | ".join(f"{result.metrics[system][name]:.4f}" for name in MEASURES)
-            rejected = str(len(result.rejected)) if system == "searchsvc" else "-"
+            rejected = str(len(result.rejected)) if system.startswith("searchsvc") else "-"
             lines.append(f"| {result.name} | {system} | {values} | {result.queries} | {rejected} |")
     for result in results:
         delta = result.metrics["searchsvc"]["nDCG@10"] - result.metrics["bm25s"]["nDCG@10"]
@@ -272,6 +302,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--min-relevance", type=int, default=1, help="for --qrels: the lowest relevance that counts")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--out", type=Path, help="also write the JSON document to this file")
+    parser.add_argument("--opensearch", metavar="URLS", help="also run the service on this OpenSearch cluster")
     args = parser.parse_args(argv)
     if args.corpus or args.queries or args.qrels:
         if not (args.corpus and args.queries and args.qrels):
@@ -279,7 +310,10 @@ def main(argv: list[str] | None = None) -> None:
         collections = [Collection(args.name, args.corpus, args.queries, args.qrels, args.min_relevance)]
     else:
         collections = [COLLECTIONS[name] for name in args.collection or COLLECTIONS]
-    results = [evaluate_collection(collection, log=lambda m: print(m, file=sys.stderr)) for collection in collections]
+    results = [
+        evaluate_collection(collection, log=lambda m: print(m, file=sys.stderr), opensearch=args.opensearch)
+        for collection in collections
+    ]
     document = as_json(results)
     if args.out:
         args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

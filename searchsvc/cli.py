@@ -167,7 +167,8 @@ def serve_command(host: str, port: int, index_dir: Path | None) -> None:
     if not GUNICORN_CONFIG.is_file():
         raise click.UsageError(f"run `searchsvc serve` from the repository root: {GUNICORN_CONFIG} is not here")
     environment = dict(os.environ, HOST=host, PORT=str(port), SEARCHSVC_INDEX_DIR=str(settings.index_dir))
-    click.echo(f"serving http://{host}:{port}/ (index: {settings.index_dir})", err=True)
+    where = settings.index_dir if settings.backend == "whoosh" else ", ".join(settings.opensearch_url)
+    click.echo(f"serving http://{host}:{port}/ ({settings.backend}: {where})", err=True)
     command = gunicorn_command()
     os.execvpe(sys.executable, [sys.executable, "-m", *command], environment)
 

@@ -82,3 +82,10 @@ class PaperNotFound(SearchsvcError):
     """No paper with the requested id."""
 
     code = "not_found"
+
+
+class QueryRejected(QuerySyntaxError):
+    """A query the search cluster refuses to run (OpenSearch backend); the cluster's reason is given."""
+
+    code = "query_rejected"
+    label = "query rejected"

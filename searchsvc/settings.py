@@ -57,14 +57,40 @@ class Settings:
     related_papers: int = _setting(5, "papers listed as related to one paper")
     max_export: int = _setting(1000, "papers in one export download: a reading list, not a copy of the index")
     build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment")
+    backend: str = _setting(
+        "whoosh", "whoosh: an embedded index in index_dir; opensearch: a cluster at opensearch_url, for scale-out"
+    )
+    opensearch_url: tuple[str, ...] = _setting(
+        ("http://127.0.0.1:9200",), "the cluster's nodes (comma-separated); the client spreads requests over them"
+    )
+    opensearch_user: str = _setting("", "basic-auth user for the cluster (empty: none)")
+    opensearch_password: str = _setting("", "basic-auth password; never printed by `searchsvc settings`")
+    opensearch_verify_certs: bool = _setting(True, "check the cluster's TLS certificate; turn off only for testing")
+    opensearch_ca_certs: str = _setting("", "a CA bundle for the cluster's TLS certificate (empty: the system's)")
+    opensearch_index: str = _setting(
+        "searchsvc", "the alias searches read; each rebuild loads a new index <alias>-<timestamp> and moves it"
+    )
+    opensearch_shards: int = _setting(2, "primary shards of each new index: spreads one index over the nodes")
+    opensearch_replicas: int = _setting(1, "copies of each shard on other nodes: searches go on when a node dies")
 
     def facet_limits(self) -> dict[str, int]:
         """Values listed per facet in a search result."""
         return {"year": self.year_facet_limit, "subject": self.facet_limit, "author": self.facet_limit}
 
     def describe(self) -> list[tuple[str, Any, str]]:
-        """Each setting as (name, value, reason)."""
-        return [(f.name, getattr(self, f.name), f.metadata["why"]) for f in dataclasses.fields(self)]
+        """Each setting as (name, value, reason); secrets are masked."""
+        return [
+            (
+                f.name,
+                "(set)" if f.name in SECRETS and getattr(self, f.name) else getattr(self, f.name),
+                f.metadata["why"],
+            )
+            for f in dataclasses.fields(self)
+        ]
+
+
+SECRETS = frozenset({"opensearch_password"})
+BACKENDS = ("whoosh", "opensearch")
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -83,7 +109,13 @@ def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
     unknown = set(values) - names
     if unknown:
         raise ConfigurationError(f"unknown settings: {', '.join(sorted(unknown))}")
-    return Settings(**{name: _coerce(name, value) for name, value in values.items()})
+    settings = Settings(**{name: _coerce(name, value) for name, value in values.items()})
+    if settings.backend not in BACKENDS:
+        raise ConfigurationError(f"setting 'backend': {settings.backend!r} is not one of {', '.join(BACKENDS)}")
+    return settings
+
+
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -92,10 +124,20 @@ def _coerce(name: str, value: Any) -> Any:
     try:
         if isinstance(default, Path):
             return Path(value)
+        if isinstance(default, tuple) and all(isinstance(item, str) for item in default):
+            items = value.split(",") if isinstance(value, str) else value
+            return tuple(str(item).strip() for item in items if str(item).strip())
         if isinstance(default, tuple):
             return tuple(Path(item) for item in (value.split(os.pathsep) if isinstance(value, str) else value))
-        if isinstance(default, int) and not isinstance(value, bool):
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            if str(value).strip().lower() in _BOOLEANS:
+                return _BOOLEANS[str(value).strip().lower()]
+        elif isinstance(default, int) and not isinstance(value, bool):
             return int(value)
+        elif isinstance(default, str) and isinstance(value, str):
+            return value
     except (TypeError, ValueError):
         pass
     raise ConfigurationError(f"setting {name!r}: cannot use {value!r} (expected {type(default).__name__})")

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
+from opensearch_cluster import opensearch_cluster  # noqa: F401 (the session's 2-node test cluster)
 
 from searchsvc import create_app
 from searchsvc.backends.whoosh import WhooshBackend
@@ -49,6 +50,15 @@ def process_holding_rebuild_lock(index_dir: Path) -> Iterator[subprocess.Popen[s
         holder.kill()
         holder.wait()
         holder.stdout.close()
+
+
+def error_of(client: FlaskClient, url: str, status: int) -> dict:
+    response = client.get(url)
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/json"
+    body = response.get_json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
+    return body["error"]
 
 
 def settings_for(index_dir: Path, **overrides: Any) -> Settings:

@@ -13,6 +13,8 @@ from searchsvc.settings import Settings
 
 
 class Backend(Protocol):
+    settings: Settings
+
     def exclusive_rebuild(self) -> AbstractContextManager[None]:
         """Held for a whole rebuild; raises RebuildInProgress if another rebuild holds it."""
 
@@ -39,6 +41,11 @@ class Backend(Protocol):
 
 
 def open_backend(settings: Settings) -> Backend:
+    """The backend the `backend` setting names (imported only when chosen)."""
+    if settings.backend == "opensearch":
+        from searchsvc.backends.opensearch import OpenSearchBackend
+
+        return OpenSearchBackend(settings)
     from searchsvc.backends.whoosh import WhooshBackend
 
     return WhooshBackend(settings)

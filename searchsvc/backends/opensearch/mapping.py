@@ -1,0 +1,83 @@
+"""The index settings and mapping: analyzers that read text as the Whoosh schema does.
+
+Same tokens (Whoosh's RegexTokenizer pattern, Unicode-aware), same folding (lowercase,
+accents), same stop words and Snowball English stemmer for ranked text, and unstemmed
+`.exact` subfields for phrases and wildcards, so a query means the same on both backends.
+Facet values are keywords as written (for display and counts) with a folded twin for
+case- and accent-insensitive filters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whoosh.analysis import STOP_WORDS
+
+from searchsvc.backends.whoosh.schema import FIELD_B, K1, SEARCH_FIELDS
+
+MAPPING_VERSION = 1
+TEXT_FIELDS = SEARCH_FIELDS
+# A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
+# word's count before BM25F saturates it once; here it scales each field's saturated score,
+# which are then summed (querying.TIE_BREAKER). Chosen on SciFact train (docs/scaling.md).
+BOOSTS = {"title": 1.5, "abstract": 1.0}
+EXACT = "exact"  # subfield of title and abstract: unstemmed words
+FOLDED = "folded"  # subfield of subjects and authors: the value case- and accent-folded
+AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and display
+
+WORD_PATTERN = r"\w+(\.?\w+)*"  # whoosh.analysis.RegexTokenizer's default
+
+
+def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
+    """Settings and mapping of a new index; loaded without replicas or refreshes, see backend.build."""
+    return {
+        "settings": {
+            "index": {"number_of_shards": shards, "number_of_replicas": 0, "refresh_interval": "-1"},
+            "analysis": {
+                "tokenizer": {
+                    "words": {
+                        "type": "pattern",
+                        "pattern": WORD_PATTERN,
+                        "group": 0,
+                        "flags": "UNICODE_CHARACTER_CLASS",
+                    }
+                },
+                "filter": {
+                    "whoosh_stop": {"type": "stop", "stopwords": sorted(STOP_WORDS)},
+                    "at_least_two": {"type": "length", "min": 2},  # Whoosh's StopFilter(minsize=2)
+                    "english_snowball": {"type": "snowball", "language": "English"},
+                },
+                "analyzer": {
+                    "ranked": {
+                        "type": "custom",
+                        "tokenizer": "words",
+                        "filter": ["lowercase", "asciifolding", "whoosh_stop", "at_least_two", "english_snowball"],
+                    },
+                    "unstemmed": {"type": "custom", "tokenizer": "words", "filter": ["lowercase", "asciifolding"]},
+                },
+                "normalizer": {"folded": {"type": "custom", "filter": ["lowercase", "asciifolding"]}},
+            },
+            # The Whoosh backend's BM25 saturation and per-field length normalisation.
+            "similarity": {f"bm25_{field}": {"type": "BM25", "k1": K1, "b": FIELD_B[field]} for field in TEXT_FIELDS},
+        },
+        "mappings": {
+            "dynamic": "strict",
+            "_meta": {"mapping_version": MAPPING_VERSION, **meta},
+            "properties": {
+                "id": {"type": "keyword"},
+                **{field: _ranked_text(field) for field in TEXT_FIELDS},
+                "authors": {
+                    "type": "text",
+                    "analyzer": "unstemmed",
+                    "fields": {"raw": {"type": "keyword"}, FOLDED: {"type": "keyword", "normalizer": "folded"}},
+                },
+                "subjects": {"type": "keyword", "fields": {FOLDED: {"type": "keyword", "normalizer": "folded"}}},
+                "year": {"type": "integer"},
+            },
+        },
+    }
+
+
+def _ranked_text(field: str) -> dict[str, Any]:
+    exact = {"type": "text", "analyzer": "unstemmed", "similarity": f"bm25_{field}"}
+    return {"type": "text", "analyzer": "ranked", "similarity": f"bm25_{field}", "fields": {EXACT: exact}}

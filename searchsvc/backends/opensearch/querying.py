@@ -1,0 +1,155 @@
+"""The query tree (searchsvc.query) → OpenSearch query DSL, with the Whoosh backend's meaning.
+
+Words search the stemmed title and abstract together (`cross_fields`: one blended word
+statistic over both fields, the best field's score plus a share of the other's); phrases and wildcards search the
+unstemmed `.exact` subfields; `author:` and `subject:` match whole names and values.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED, TEXT_FIELDS, WORD_PATTERN
+from searchsvc.papers import fold
+from searchsvc.query import AllOf, Group, Node, Not, Phrase, Prefix, Word, Years, query_error, split_group
+from searchsvc.search import SearchRequest
+
+Dsl = dict[str, Any]
+_Parts = Literal["any", "all", "phrase"]
+MATCH_NOTHING: Dsl = {"match_none": {}}
+MATCH_ALL: Dsl = {"match_all": {}}
+# A word's score: its best field's, plus this share of the other's (docs/scaling.md).
+TIE_BREAKER = 0.3
+WORDS = re.compile(WORD_PATTERN)
+
+
+def translate(node: Node, parts: _Parts = "any") -> Dsl:
+    """`parts`: how a word that analyses to several (`memory-efficient`) matches: any of them,
+    all of them, or as a phrase (under NOT), as in the Whoosh backend's QueryCompiler."""
+    if isinstance(node, Word):
+        return _word(node, parts)
+    if isinstance(node, Phrase):
+        return _phrase(node)
+    if isinstance(node, Prefix):
+        return _prefix(node)
+    if isinstance(node, Years):
+        return year_range(node.low, node.high)
+    if isinstance(node, Not):
+        return {"bool": {"must_not": [translate(node.node, "phrase")]}}
+    if isinstance(node, AllOf):
+        return {"bool": {"must": [translate(child, "all") for child in node.nodes]}}
+    if isinstance(node, Group):
+        narrowing, describing = split_group(node)
+        clauses = [translate(child, parts) for child in narrowing]
+        if describing:
+            clauses.append(_any_of([translate(child, parts) for child in describing]))
+        return clauses[0] if len(clauses) == 1 else {"bool": {"must": clauses}}
+    return _any_of([translate(child, parts) for child in node.nodes])
+
+
+def year_range(low: int | None, high: int | None) -> Dsl:
+    bounds = {key: value for key, value in (("gte", low), ("lte", high)) if value is not None}
+    return {"range": {"year": bounds}}
+
+
+def filters(request: SearchRequest) -> dict[str, Dsl | None]:
+    """Per facet, the filter the request sets on it (None: not filtered)."""
+    years = None
+    if request.year_from is not None or request.year_to is not None:
+        years = year_range(request.year_from, request.year_to)
+    return {
+        "year": years,
+        "subject": {"terms": {f"subjects.{FOLDED}": list(request.subject)}} if request.subject else None,
+        "author": {"terms": {f"authors.{FOLDED}": list(request.author)}} if request.author else None,
+    }
+
+
+def all_of(clauses: list[Dsl | None]) -> Dsl:
+    """A filter every clause must pass (match_all when there are none)."""
+    kept = [clause for clause in clauses if clause is not None]
+    return {"bool": {"filter": kept}} if kept else MATCH_ALL
+
+
+def _word(node: Word, parts: _Parts) -> Dsl:
+    if node.field == "subject":
+        return _value("subjects", node.text)
+    if node.field == "author":
+        return {"match_phrase": {"authors": node.text}}
+    fields = [f"{field}^{BOOSTS[field]:g}" for field in _text_fields(node.field)]
+    if parts == "phrase":
+        return {"multi_match": {"query": node.text, "fields": fields, "type": "phrase"}}
+    operator = "and" if parts == "all" else "or"
+    return {
+        "multi_match": {
+            "query": node.text,
+            "fields": fields,
+            "type": "cross_fields",
+            "operator": operator,
+            "tie_breaker": TIE_BREAKER,
+        }
+    }
+
+
+def _phrase(node: Phrase) -> Dsl:
+    if node.field == "subject":
+        return _value("subjects", node.text)
+    if node.field == "author":
+        return {"match_phrase": {"authors": node.text}}
+    return _any_of(
+        [
+            {"match_phrase": {f"{field}.{EXACT}": {"query": node.text, "boost": BOOSTS[field]}}}
+            for field in _text_fields(node.field)
+        ]
+    )
+
+
+def _prefix(node: Prefix) -> Dsl:
+    """A trailing wildcard; the cluster expands it (a query expanding to more words than its
+    clause limit is refused, and reported as too broad)."""
+    if node.field == "subject":
+        return {"prefix": {f"subjects.{FOLDED}": {"value": fold(node.text).strip()}}}
+    words = [match.group() for match in WORDS.finditer(fold(node.text))]
+    if len(words) != 1:
+        raise query_error(f"a wildcard must follow one word, as in embed*: '{node.text}*'", node.start)
+    word = words[0]
+    fields = ["authors"] if node.field == "author" else [f"{field}.{EXACT}" for field in _text_fields(node.field)]
+    return _any_of(
+        [{"prefix": {field: {"value": word, "rewrite": "scoring_boolean", "boost": _boost(field)}}} for field in fields]
+    )
+
+
+def _value(field: str, text: str) -> Dsl:
+    return {"term": {f"{field}.{FOLDED}": text.strip()}}
+
+
+def _boost(field: str) -> float:
+    return BOOSTS.get(field.split(".")[0], 1.0)
+
+
+def _text_fields(field: str | None) -> tuple[str, ...]:
+    return TEXT_FIELDS if field is None else (field,)
+
+
+def _any_of(clauses: list[Dsl]) -> Dsl:
+    """OR of the clauses; a negated clause excludes papers instead of adding every other paper.
+
+    `a b NOT c` means (a OR b) AND NOT c, and `NOT a NOT b` neither a nor b.
+    """
+    negated = [clause["bool"]["must_not"][0] for clause in clauses if _is_negation(clause)]
+    kept = [clause for clause in clauses if not _is_negation(clause)]
+    if len(clauses) == 1:
+        return clauses[0]
+    query: Dsl = {"bool": {}}
+    if kept:
+        query["bool"]["should"] = kept
+        query["bool"]["minimum_should_match"] = 1
+    if negated:
+        query["bool"]["must_not"] = negated
+        if not kept:
+            query["bool"]["must"] = [MATCH_ALL]
+    return query
+
+
+def _is_negation(clause: Dsl) -> bool:
+    return list(clause) == ["bool"] and list(clause["bool"]) == ["must_not"]
