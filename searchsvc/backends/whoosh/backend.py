@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import heapq
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -13,10 +12,12 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from whoosh import index, query
 
-from searchsvc.backends.whoosh.bounded import top_scored
-from searchsvc.backends.whoosh.facets import intersect
+from searchsvc.backends.whoosh import vectorized
+from searchsvc.backends.whoosh.bounded import all_scored, top_scored
+from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
 from searchsvc.backends.whoosh.indexing import write_index
@@ -115,7 +116,7 @@ class WhooshBackend:
         suggestion = self._suggestion(found, request)
         return SearchResult(
             request=request,
-            total=len(found.allowed),
+            total=int(np.count_nonzero(found.allowed)),
             hits=hits,
             facets=facets,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
@@ -153,7 +154,8 @@ class WhooshBackend:
                 for field in SEARCH_FIELDS
             ]
         )
-        top = gen.searcher.search(like, limit=limit, mask={docnum}).top_n
+        # One more than asked, then the paper itself dropped: as `mask={docnum}`, under the deadline.
+        top = [(s, d) for s, d in top_scored(gen.searcher, like, limit + 1, self._deadline()) if d != docnum][:limit]
         words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
         return [self._hit(gen, other, round(score, 4), words) for score, other in top]
 
@@ -170,38 +172,50 @@ class WhooshBackend:
             if tree is None
             else QueryCompiler(gen.searcher.reader(), self.settings.max_wildcard_terms).compile(tree)
         )
-        matched = (
-            gen.all_docs
-            if compiled is None
-            else frozenset(deadline.bounded(gen.searcher.docs_for_query(compiled.scored)))
-        )
+        words_plan = None if compiled is None else vectorized.plan(compiled, gen.searcher)
+        scored = None
+        if compiled is None:
+            matched = gen.all_docs
+        elif words_plan is not None:
+            scored = vectorized.score(words_plan, gen.postings, gen.searcher, deadline.check)
+            matched = scored.matched
+        else:
+            docs, scores = all_scored(gen.searcher, compiled.scored, deadline)
+            matched = _mask(gen, docs)
+            dense = np.zeros(len(matched), dtype=np.float64)
+            dense[docs] = scores
+            scored = vectorized.Scored(matched, dense, None)
         filters = gen.facets.filters(request)
         deadline.check()
-        return _Found(gen, tree, compiled, matched, filters, intersect(matched, filters.values()), deadline)
+        allowed = intersect(matched, list(filters.values()))
+        return _Found(gen, tree, compiled, matched, filters, allowed, deadline, scored)
 
     def _rank(self, found: _Found, request: SearchRequest) -> list[tuple[int, float | None]]:
         """The requested page as (docnum, score).
 
         By relevance, papers matching all words of a group come first, then those matching
         some; within each tier the score decides, and ties go to the newer paper, then the
-        id: document numbers are in newest-first order (see indexing.write_index), and
-        Whoosh's top-N collector prefers the lower document number among equal scores.
+        id: document numbers are in newest-first order (see indexing.write_index), and the
+        lower document number wins among equal scores, as in Whoosh's top-N collector.
         """
         gen, compiled = found.gen, found.compiled
         if compiled is None or request.sort != "relevance":
-            key = gen.oldest_rank.__getitem__ if request.sort == "oldest" else None
-            page = heapq.nsmallest(request.end, found.allowed, key=key)[request.start :]
-            return [(docnum, None) for docnum in page]
-        tiers = [found.allowed] if compiled.required is None else [found.all_words, found.allowed - found.all_words]
+            if request.sort == "oldest":
+                page = gen.by_oldest[found.allowed[gen.by_oldest]][request.start : request.end]
+            else:
+                page = np.flatnonzero(found.allowed)[request.start : request.end]
+            return [(int(docnum), None) for docnum in page]
+        tiers = [found.allowed] if compiled.required is None else [found.all_words, found.allowed & ~found.all_words]
         ranked: list[tuple[int, float | None]] = []
         offset = 0
         for tier in tiers:
-            low, high = max(request.start - offset, 0), min(request.end - offset, len(tier))
-            offset += len(tier)
+            size = int(np.count_nonzero(tier))
+            low, high = max(request.start - offset, 0), min(request.end - offset, size)
+            offset += size
             if low < high:
-                narrowed = None if tier is found.matched else set(tier)
-                top = top_scored(gen.searcher, compiled.scored, high, found.deadline, filter=narrowed)[low:]
-                ranked.extend((docnum, round(score, 4)) for score, docnum in top)
+                assert found.scored is not None  # set for every query (compiled is not None)
+                best = vectorized.top(found.scored.scores, tier, low, high)
+                ranked.extend((docnum, round(score, 4)) for docnum, score in best)
         return ranked
 
     def _suggestion(self, found: _Found, request: SearchRequest) -> str | None:
@@ -219,7 +233,8 @@ class WhooshBackend:
         for (start, end), better in sorted(respelled.items(), reverse=True):
             corrected = corrected[:start] + better + corrected[end:]
         alternative = self._match(replace(request, q=corrected), found.deadline)
-        return corrected if len(alternative.all_words) > len(found.all_words) else None
+        finds_more = np.count_nonzero(alternative.all_words) > np.count_nonzero(found.all_words)
+        return corrected if finds_more else None
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
         paper = _paper(gen.searcher.stored_fields(docnum))
@@ -243,17 +258,26 @@ class _Found:
     gen: OpenGeneration
     tree: Node | None
     compiled: CompiledQuery | None
-    matched: frozenset[int]  # what the query matches
-    filters: dict[str, frozenset[int] | None]
-    allowed: frozenset[int]  # ... and the filters let through
+    matched: Mask  # what the query matches
+    filters: Filters
+    allowed: Mask  # ... and the filters let through
     deadline: Deadline  # of the request this match is for
+    scored: vectorized.Scored | None  # every match's score (None when browsing without a query)
 
     @cached_property
-    def all_words(self) -> frozenset[int]:
+    def all_words(self) -> Mask:
         """Allowed papers matching all words of a group (every allowed paper for other queries)."""
         if self.compiled is None or self.compiled.required is None:
             return self.allowed
-        return self.allowed & frozenset(self.gen.searcher.docs_for_query(self.compiled.required))
+        if self.scored is not None and self.scored.all_words is not None:
+            return self.allowed & self.scored.all_words
+        return self.allowed & _mask(self.gen, self.gen.searcher.docs_for_query(self.compiled.required))
+
+
+def _mask(gen: OpenGeneration, docnums: Iterable[int] | np.ndarray) -> Mask:
+    mask = np.zeros(gen.facets.doc_count, dtype=bool)
+    mask[docnums if isinstance(docnums, np.ndarray) else np.fromiter(docnums, dtype=np.int64)] = True
+    return mask
 
 
 def _docnum(gen: OpenGeneration, paper_id: str) -> int:

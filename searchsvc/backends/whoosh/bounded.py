@@ -4,11 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from whoosh import collectors
 from whoosh.query import Query
 from whoosh.searching import Searcher
 
 from searchsvc.deadline import CHECK_EVERY, Deadline
+
+
+def all_scored(searcher: Searcher, scored: Query, deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:
+    """Every document `scored` matches and its score, in one pass of Whoosh's matchers.
+
+    One pass gives both the match set (for the count and the facets) and the ranking:
+    asking Whoosh for the matches and then for the top N ran the query twice.
+    """
+    docs: list[int] = []
+    scores: list[float] = []
+    seen = 0
+    for leaf, offset in searcher.leaf_searchers():
+        matcher = scored.matcher(leaf, leaf.context())
+        while matcher.is_active():
+            docs.append(offset + matcher.id())
+            scores.append(matcher.score())
+            seen += 1
+            if seen % CHECK_EVERY == 0:
+                deadline.check()
+            matcher.next()
+    return np.array(docs, dtype=np.int64), np.array(scores, dtype=np.float64)
 
 
 class _DeadlineCollector(collectors.WrappingCollector):

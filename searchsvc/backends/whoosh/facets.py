@@ -2,19 +2,21 @@
 
 Whoosh's own multi-valued facets rebuild per-document value lists on every query (over a
 second per query on the 29,580 ACL records, see docs/decisions.md); a generation never
-changes, so this reads each facet's column once when the generation is opened and counts in
-Python.
+changes, so this reads each facet's column once when the generation is opened into flat
+numpy arrays (one entry per paper and value). Sets of papers are boolean masks over
+document numbers: a filter is an `&`, a count is one `bincount` over the entries of the
+matched papers, and the counts of the unfiltered collection are computed once.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from itertools import chain
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
@@ -23,30 +25,45 @@ from searchsvc.search import FACETS, FacetValue, SearchRequest
 
 _WORD_START = re.compile(r"(?<!\w)\w")
 
+Mask = npt.NDArray[np.bool_]  # document number → in the set
+Filters = dict[str, Mask | None]
+
 
 @dataclass
 class _Facet:
     values: list[str | int]  # value index → value
-    docs: list[frozenset[int]]  # value index → documents having it
-    of_doc: list[tuple[int, ...]]  # docnum → value indices
+    entry_doc: npt.NDArray[np.int32]  # one entry per (paper, value): the paper ...
+    entry_value: npt.NDArray[np.int32]  # ... and the value
+    by_value: npt.NDArray[np.int32]  # entries ordered by value; value v's papers are ...
+    value_start: npt.NDArray[np.int64]  # ... entry_doc[by_value[value_start[v]:value_start[v + 1]]]
+    display_rank: npt.NDArray[np.int64]  # value index → place in the display order among equal counts
     by_folded: dict[str, int]  # folded value → value index, for case/accent-insensitive filters
     tails: list[tuple[str, ...]]  # value index → its folded text from each word on ("maxim naumov", "naumov")
+    unfiltered: npt.NDArray[np.int64] | None = field(default=None)  # counts over every paper, once computed
+
+    def docs(self, indices: list[int], doc_count: int) -> Mask:
+        mask = np.zeros(doc_count, dtype=bool)
+        for i in indices:
+            mask[self.entry_doc[self.by_value[self.value_start[i] : self.value_start[i + 1]]]] = True
+        return mask
 
 
 class FacetIndex:
     """Which documents carry which facet values, for one immutable generation."""
 
     def __init__(self, reader: IndexReader) -> None:
+        self.doc_count = reader.doc_count_all()
+        self.all_docs: Mask = np.ones(self.doc_count, dtype=bool)
+        self.all_docs.setflags(write=False)
         self._facets = {name: _load_facet(reader, column) for name, column in FACET_COLUMNS.items()}
 
-    def filters(self, request: SearchRequest) -> dict[str, frozenset[int] | None]:
+    def filters(self, request: SearchRequest) -> Filters:
         """Per facet, the documents its filter allows (None: that facet is not filtered)."""
         year = self._facets["year"]
         years = None
         if request.year_from is not None or request.year_to is not None:
-            years = _union(
-                docs for value, docs in zip(year.values, year.docs, strict=True) if request.year_selected(int(value))
-            )
+            selected = [i for i, value in enumerate(year.values) if request.year_selected(int(value))]
+            years = year.docs(selected, self.doc_count)
         return {
             "year": years,
             "subject": self._value_filter("subject", request.subject),
@@ -54,11 +71,7 @@ class FacetIndex:
         }
 
     def counts(
-        self,
-        matched: frozenset[int],
-        filters: dict[str, frozenset[int] | None],
-        request: SearchRequest,
-        limits: Mapping[str, int],
+        self, matched: Mask, filters: Filters, request: SearchRequest, limits: Mapping[str, int]
     ) -> dict[str, list[FacetValue]]:
         """Multi-select counts: each facet counted under every filter except its own."""
         result = {}
@@ -70,13 +83,7 @@ class FacetIndex:
         return result
 
     def lookup(
-        self,
-        name: str,
-        prefix: str,
-        matched: frozenset[int],
-        filters: dict[str, frozenset[int] | None],
-        request: SearchRequest,
-        limit: int,
+        self, name: str, prefix: str, matched: Mask, filters: Filters, request: SearchRequest, limit: int
     ) -> tuple[list[FacetValue], bool]:
         """Values of `name` with a word starting with `prefix`, counted as in `counts`; and
         whether more values matched than `limit`.
@@ -86,24 +93,30 @@ class FacetIndex:
         facet = self._facets[name]
         wanted = fold(prefix)
         candidates = {i for i, tails in enumerate(facet.tails) if any(tail.startswith(wanted) for tail in tails)}
-        counted = Counter({i: n for i, n in self._counted(name, matched, filters).items() if i in candidates})
+        counted = self._counted(name, matched, filters)
         selection = self._selection(name, request)
-        selected = {i for i in selection.marked if i in candidates}
-        shown = sorted(set(counted) | selected, key=_order(facet, counted, by_value=name == "year"))
-        values = [FacetValue(facet.values[i], counted[i], i in selection.marked) for i in shown[:limit]]
+        shown = [i for i in candidates if counted[i] > 0 or i in selection.marked]
+        shown.sort(key=lambda i: _key(facet, counted, i, by_value=name == "year"))
+        values = [FacetValue(facet.values[i], int(counted[i]), i in selection.marked) for i in shown[:limit]]
         return values, len(shown) > limit
 
-    def _counted(self, name: str, matched: frozenset[int], filters: dict[str, frozenset[int] | None]) -> Counter[int]:
+    def _counted(self, name: str, matched: Mask, filters: Filters) -> npt.NDArray[np.int64]:
         """Papers per value of facet `name` among the matched ones, under every filter but its own."""
-        base = intersect(matched, [f for other, f in filters.items() if other != name])
-        return Counter(chain.from_iterable(map(self._facets[name].of_doc.__getitem__, base)))
+        facet = self._facets[name]
+        others = [f for other, f in filters.items() if other != name and f is not None]
+        if matched is self.all_docs and not others:
+            if facet.unfiltered is None:
+                facet.unfiltered = np.bincount(facet.entry_value, minlength=len(facet.values))
+            return facet.unfiltered
+        base = intersect(matched, others)
+        return np.bincount(facet.entry_value[base[facet.entry_doc]], minlength=len(facet.values))
 
-    def _value_filter(self, name: str, wanted: tuple[str, ...]) -> frozenset[int] | None:
+    def _value_filter(self, name: str, wanted: tuple[str, ...]) -> Mask | None:
         if not wanted:
             return None
         facet = self._facets[name]
         indices = [facet.by_folded.get(fold(value)) for value in wanted]
-        return _union(facet.docs[i] for i in indices if i is not None)
+        return facet.docs([i for i in indices if i is not None], self.doc_count)
 
     def _selection(self, name: str, request: SearchRequest) -> _Selection:
         facet = self._facets[name]
@@ -133,53 +146,71 @@ class _Selection:
 def _load_facet(reader: IndexReader, column: str) -> _Facet:
     values: list[str | int] = []
     index_of: dict[str | int, int] = {}
-    of_doc: list[tuple[int, ...]] = []
-    for raw in reader.column_reader(column):
-        found = []
+    entry_doc: list[int] = []
+    entry_value: list[int] = []
+    for docnum, raw in enumerate(reader.column_reader(column)):
         for value in json.loads(raw):
             index = index_of.get(value)
             if index is None:
                 index = index_of[value] = len(values)
                 values.append(value)
-            found.append(index)
-        of_doc.append(tuple(found))
-    docs: list[list[int]] = [[] for _ in values]
-    for docnum, indices in enumerate(of_doc):
-        for index in indices:
-            docs[index].append(docnum)
+            entry_doc.append(docnum)
+            entry_value.append(index)
+    entry_values = np.array(entry_value, dtype=np.int32)
+    by_value = np.argsort(entry_values, kind="stable").astype(np.int32)
+    value_start = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(entry_values, minlength=len(values)), out=value_start[1:])
     folded = [fold(str(value)) for value in values]
     by_folded = {text: i for i, text in enumerate(folded)}
     tails = [tuple(text[m.start() :] for m in _WORD_START.finditer(text)) for text in folded]
-    return _Facet(values, [frozenset(d) for d in docs], of_doc, by_folded, tails)
+    display_rank = np.empty(len(values), dtype=np.int64)
+    display_rank[sorted(range(len(values)), key=lambda i: (str(values[i]).casefold(), str(values[i])))] = np.arange(
+        len(values)
+    )
+    return _Facet(
+        values,
+        np.array(entry_doc, dtype=np.int32),
+        entry_values,
+        by_value,
+        value_start,
+        display_rank,
+        by_folded,
+        tails,
+    )
 
 
 def _listing(
-    facet: _Facet, counted: Counter[int], selection: _Selection, limit: int, by_value: bool
+    facet: _Facet, counted: npt.NDArray[np.int64], selection: _Selection, limit: int, by_value: bool
 ) -> list[FacetValue]:
     """The top `limit` values plus every listed selected one, in display order."""
-
-    order = _order(facet, counted, by_value)
-    shown = set(sorted(counted, key=order)[:limit]) | selection.listed
-    listing = [FacetValue(facet.values[i], counted[i], i in selection.marked) for i in sorted(shown, key=order)]
+    shown = set(_top(facet, counted, limit, by_value).tolist()) | selection.listed
+    ordered = sorted(shown, key=lambda i: _key(facet, counted, i, by_value))
+    listing = [FacetValue(facet.values[i], int(counted[i]), i in selection.marked) for i in ordered]
     return listing + [FacetValue(value, 0, True) for value in selection.unknown]
 
 
-def _order(facet: _Facet, counted: Counter[int], by_value: bool) -> Callable[[int], tuple[int | str, ...]]:
+def _top(facet: _Facet, counted: npt.NDArray[np.int64], limit: int, by_value: bool) -> npt.NDArray[np.int64]:
+    """The first `limit` counted values in display order, found without sorting them all."""
+    present = np.flatnonzero(counted)
+    if by_value:
+        years = np.array([-int(facet.values[i]) for i in present], dtype=np.int64)
+        return present[np.argsort(years, kind="stable")[:limit]]
+    if len(present) > limit:
+        threshold = np.partition(counted[present], len(present) - limit)[len(present) - limit]
+        present = present[counted[present] >= threshold]
+    return present[np.lexsort((facet.display_rank[present], -counted[present]))][:limit]
+
+
+def _key(facet: _Facet, counted: npt.NDArray[np.int64], index: int, by_value: bool) -> tuple[int, ...]:
     """Display order: years newest first, other values by count, then alphabetically."""
-
-    def order(index: int) -> tuple[int | str, ...]:
-        value = facet.values[index]
-        return (-int(value),) if by_value else (-counted[index], str(value).casefold(), str(value))
-
-    return order
+    if by_value:
+        return (-int(facet.values[index]),)
+    return (-int(counted[index]), int(facet.display_rank[index]))
 
 
-def _union(sets: Iterable[frozenset[int]]) -> frozenset[int]:
-    return frozenset().union(*sets)
-
-
-def intersect(first: frozenset[int], filters: Iterable[frozenset[int] | None]) -> frozenset[int]:
-    """`first` narrowed by every filter that is set, smallest first."""
-    for docs in sorted((f for f in filters if f is not None), key=len):
-        first = first & docs
+def intersect(first: Mask, filters: Sequence[Mask | None]) -> Mask:
+    """`first` narrowed by every filter that is set."""
+    for docs in filters:
+        if docs is not None:
+            first = first & docs
     return first

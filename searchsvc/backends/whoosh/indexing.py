@@ -1,17 +1,40 @@
-"""Papers → one Whoosh index in a generation directory."""
+"""Papers → one Whoosh index in a generation directory, written by several processes at once.
+
+Whoosh's analysis and posting writing are pure Python, so one writer uses one core. The
+papers are cut into contiguous runs of the newest-first order and each run is written as
+its own segment by a forked child process; the segments are then committed in run order.
+A multi-segment index numbers documents segment after segment, so document numbers still
+follow the newest-first order that ranking ties and the `newest` sort rely on (see
+`write_index`). Whoosh's own `MpWriter` hands documents to whichever child is free, which
+loses that order, and merging its sub-segments afterwards costs more than it saves
+(../shared/WHOOSH-NOTES.md).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import multiprocessing
+import os
+import queue
+import traceback
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from whoosh import index
+from whoosh.codec.base import Segment
+from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, build_schema
 from searchsvc.papers import Paper
 
 Progress = Callable[[int], None]
+# Each process writes at least this many papers. Forking and one more segment per search
+# cost more than they save on a small collection, and above 5,000 documents per segment
+# Whoosh's Or builds the same kind of matcher as in one big segment (querying.CoordinatedOr).
+MIN_PAPERS_PER_PROCESS = 6000
+_PROGRESS_EVERY = 500  # papers between two progress reports of a child
+PROCESSES: int | None = None  # writer processes at most; None: one per CPU core
 
 
 def date_key(paper: Paper, newest: bool) -> tuple[bool, int, str]:
@@ -21,42 +44,143 @@ def date_key(paper: Paper, newest: bool) -> tuple[bool, int, str]:
 
 
 def write_index(directory: Path, papers: Iterable[Paper], memory_mb: int, progress: Progress) -> None:
-    """Index `papers` into `directory` with one writer and one commit.
+    """Index `papers` into `directory`: one segment per process, committed once.
 
-    Documents are written newest first, and one writer makes one segment, so document
-    numbers follow the newest-first order: Whoosh breaks score ties by the lower document
-    number, which makes relevance ties go to the newer paper, and sorting by newest is
-    sorting by document number. Only the oldest-first position needs a column.
+    Documents are numbered newest first (segment after segment, each a contiguous run of
+    that order): Whoosh breaks score ties by the lower document number, which makes
+    relevance ties go to the newer paper, and sorting by newest is sorting by document
+    number. Only the oldest-first position needs a column.
     """
     ordered = sorted(papers, key=lambda paper: date_key(paper, newest=True))
     oldest_rank = _ranks(sorted(range(len(ordered)), key=lambda i: date_key(ordered[i], newest=False)))
+    runs = _runs(len(ordered), PROCESSES or os.cpu_count() or 1)
     ix = index.create_in(str(directory), build_schema())
-    writer = ix.writer(limitmb=memory_mb)
     try:
-        for paper, rank in zip(ordered, oldest_rank, strict=True):
-            writer.add_document(
-                id=paper.id,
-                title=paper.title,
-                abstract=paper.abstract,
-                title_exact=paper.title,
-                abstract_exact=paper.abstract,
-                author=" ; ".join(paper.authors),
-                subject="\n".join(paper.subjects),
-                year=paper.year,
-                subjects=paper.subjects,
-                authors=paper.authors,
-                facet_year=_column_list([] if paper.year is None else [paper.year]),
-                facet_subject=_column_list(paper.subjects),
-                facet_author=_column_list(paper.authors),
-                **{OLDEST_RANK: rank},
-            )
-            progress(1)
-        writer.commit()
-    except BaseException:
-        writer.cancel()
-        raise
+        writer = SegmentWriter(ix, limitmb=memory_mb)  # holds the index lock; children write without it
+        try:
+            if len(runs) == 1:
+                _add(writer, ordered, oldest_rank, 0, len(ordered), progress)
+                writer.commit()
+            else:
+                segments = _write_in_children(ix, ordered, oldest_rank, runs, memory_mb // len(runs), progress)
+                writer._close_segment()
+                writer._commit_toc(segments)
+                writer._finish()
+        except BaseException:
+            if not writer.is_closed:
+                writer.cancel()
+            raise
     finally:
         ix.close()
+
+
+def _runs(count: int, processes: int) -> list[tuple[int, int]]:
+    """Contiguous [start, end) runs of about equal size, one per process."""
+    parts = max(1, min(processes, count // MIN_PAPERS_PER_PROCESS))
+    bounds = [count * i // parts for i in range(parts + 1)]
+    return list(zip(bounds, bounds[1:], strict=False))
+
+
+def _add(
+    writer: SegmentWriter, ordered: Sequence[Paper], ranks: Sequence[int], start: int, end: int, progress: Progress
+) -> None:
+    for i in range(start, end):
+        paper = ordered[i]
+        writer.add_document(
+            id=paper.id,
+            title=paper.title,
+            abstract=paper.abstract,
+            title_exact=paper.title,
+            abstract_exact=paper.abstract,
+            author=" ; ".join(paper.authors),
+            subject="\n".join(paper.subjects),
+            year=paper.year,
+            subjects=paper.subjects,
+            authors=paper.authors,
+            facet_year=_column_list([] if paper.year is None else [paper.year]),
+            facet_subject=_column_list(paper.subjects),
+            facet_author=_column_list(paper.authors),
+            **{OLDEST_RANK: ranks[i]},
+        )
+        progress(1)
+
+
+def _write_in_children(
+    ix: index.Index,
+    ordered: Sequence[Paper],
+    ranks: Sequence[int],
+    runs: list[tuple[int, int]],
+    memory_mb: int,
+    progress: Progress,
+) -> list[Segment]:
+    """Each run written as one segment by a forked child (which inherits the papers); the segments in run order."""
+    context = multiprocessing.get_context("fork")
+    messages: Any = context.Queue()
+    children = [
+        context.Process(target=_child, args=(ix, ordered, ranks, run, memory_mb, number, messages), daemon=True)
+        for number, run in enumerate(runs)
+    ]
+    for child in children:
+        child.start()
+    segments: dict[int, Segment] = {}
+    try:
+        while len(segments) < len(runs):
+            try:
+                kind, number, payload = messages.get(timeout=1)
+            except queue.Empty:
+                _check_alive(children, segments)
+                continue
+            if kind == "progress":
+                progress(payload)
+            elif kind == "done":
+                segments[number] = payload
+            else:
+                error, trace = payload
+                raise error from RuntimeError(f"in index writer process {number}:\n{trace}")
+        for child in children:
+            child.join()
+    finally:
+        for child in children:
+            if child.is_alive():
+                child.kill()
+                child.join()
+    return [segments[number] for number in range(len(runs))]
+
+
+def _check_alive(children: list[Any], segments: dict[int, Segment]) -> None:
+    """A child killed from outside (out of memory) sends nothing: notice it instead of waiting forever."""
+    for number, child in enumerate(children):
+        if number not in segments and child.exitcode not in (None, 0):
+            raise RuntimeError(f"index writer process {number} ended with exit code {child.exitcode}")
+
+
+def _child(
+    ix: index.Index,
+    ordered: Sequence[Paper],
+    ranks: Sequence[int],
+    run: tuple[int, int],
+    memory_mb: int,
+    number: int,
+    messages: Any,
+) -> None:
+    """Write one run as one finished segment and send it back (or the error)."""
+    try:
+        writer = SegmentWriter(ix, _lk=False, limitmb=max(memory_mb, 32))
+        pending = 0
+
+        def report(n: int) -> None:
+            nonlocal pending
+            pending += n
+            if pending >= _PROGRESS_EVERY:
+                messages.put(("progress", number, pending))
+                pending = 0
+
+        _add(writer, ordered, ranks, run[0], run[1], report)
+        segment = writer._finalize_segment()
+        messages.put(("progress", number, pending))
+        messages.put(("done", number, segment))
+    except BaseException as exc:
+        messages.put(("error", number, (exc, traceback.format_exc())))
 
 
 def _column_list(values: list[str] | list[int]) -> bytes:

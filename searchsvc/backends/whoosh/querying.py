@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from math import log
+from math import floor, log
 from typing import Any, Literal
 
 from whoosh import matching, query, scoring
@@ -163,7 +163,10 @@ def _any_of(subqueries: list[Query], scale: float | None) -> Query:
     """
     negated = [q.query for q in subqueries if isinstance(q, query.Not)]
     kept = [q for q in subqueries if not isinstance(q, query.Not)]
-    positive = query.Or(kept, scale=scale) if len(kept) > 1 else (kept[0] if kept else None)
+    if len(kept) > 1:
+        positive: Query | None = query.Or(kept) if scale is None else CoordinatedOr(kept, scale=scale)
+    else:
+        positive = kept[0] if kept else None
     if not negated:
         return positive if positive is not None else query.NullQuery
     excluded = query.Or(negated)
@@ -193,7 +196,7 @@ def matched_words(compiled: Query) -> MatchedWords:
 # words then outvote the rare ones (docs/relevance.md).
 
 
-def _idf(searcher: Searcher, fields: Iterator[str] | tuple[str, ...], text: bytes) -> float:
+def idf(searcher: Searcher, fields: Iterator[str] | tuple[str, ...], text: bytes) -> float:
     """Lucene's BM25 idf, from the word's document frequency in the field where it is commonest."""
     top = searcher.get_parent()  # statistics of the whole index, not of one segment
     frequency = max((top.doc_frequency(field, text) for field in fields), default=0)
@@ -201,9 +204,14 @@ def _idf(searcher: Searcher, fields: Iterator[str] | tuple[str, ...], text: byte
     return log(1 + (papers - frequency + 0.5) / (frequency + 0.5))
 
 
+def field_b(field: str) -> float:
+    """BM25's b (length normalisation strength) of a field and of its unstemmed twin."""
+    return FIELD_B.get(field.removesuffix("_exact"), 0.75)
+
+
 def _length_norm(searcher: Searcher, field: str) -> Callable[[int], float]:
     """Document number → BM25's length normalisation of `field` (1 for a field of average length)."""
-    b = FIELD_B.get(field.removesuffix("_exact"), 0.75)
+    b = field_b(field)
     average = searcher.get_parent().avg_field_length(field) or 1.0
     length = searcher.reader().doc_field_length
     return lambda docnum: 1 - b + b * length(docnum, field, 0) / average
@@ -223,8 +231,8 @@ class LuceneBM25(scoring.WeightingModel):
 
 class _LuceneBM25Scorer(scoring.WeightLengthScorer):
     def __init__(self, searcher: Searcher, fieldname: str, text: bytes) -> None:
-        self.idf = _idf(searcher, (fieldname,), text)
-        self.b = FIELD_B.get(fieldname.removesuffix("_exact"), 0.75)
+        self.idf = idf(searcher, (fieldname,), text)
+        self.b = field_b(fieldname)
         self.avgfl = searcher.get_parent().avg_field_length(fieldname) or 1.0
         self.setup(searcher, fieldname, text)
 
@@ -233,6 +241,81 @@ class _LuceneBM25Scorer(scoring.WeightLengthScorer):
 
 
 WEIGHTING = LuceneBM25()
+
+
+# Segments ---------------------------------------------------------------------------
+#
+# A parallel build writes several segments (indexing.py), and Whoosh builds matchers per
+# segment. Two things would then depend on how the papers fell into segments: the
+# coordination bonus, which counts the query's terms present in the segment, and the order
+# in which sub-scores are added (trees ordered by per-segment sizes), which moves the last
+# bits of a score. CoordinatedOr counts terms over every segment, and Weighted rounds the
+# final score far below what ranking can tell apart, so results do not depend on the layout.
+
+SCORE_SCALE = 1e9  # scores are rounded to 1e-9 (they are 0.1–100; reordered sums differ by ~1e-14)
+
+
+class CoordinatedOr(query.Or):
+    """`Or` with Whoosh's coordination bonus, counting the query's terms in the whole index."""
+
+    def normalize(self) -> Query:
+        """As `Or(..., scale=...).normalize()`: nested ORs of every kind merge into this one."""
+        plain = query.Or(self.subqueries, boost=self.boost, minmatch=self.minmatch, scale=self.scale).normalize()
+        if type(plain) is not query.Or:
+            return plain
+        return CoordinatedOr(plain.subqueries, boost=plain.boost, minmatch=plain.minmatch, scale=plain.scale)
+
+    def _matcher(self, subs: list[Query], searcher: Searcher, context: Any) -> Matcher:
+        m = _union(subs, searcher, context)
+        if not any(m.term_matchers()):
+            return m
+        return _Coordination(m, self.scale, self._term_count(searcher, context))
+
+    def _term_count(self, searcher: Searcher, context: Any) -> int:
+        """Term matchers the query has in the index: per term, the most any segment has."""
+        parent = searcher.get_parent()
+        cache = self.__dict__.setdefault("_term_counts", {})
+        key = id(parent)
+        if key not in cache:
+            most: dict[Any, int] = {}
+            for leaf, _ in parent.leaf_searchers():
+                counted: dict[Any, int] = {}
+                for m in _union(self.subqueries, leaf, context).term_matchers():
+                    counted[m.term()] = counted.get(m.term(), 0) + 1
+                for term, n in counted.items():
+                    most[term] = max(most.get(term, 0), n)
+            cache[key] = sum(most.values())
+        return cache[key]
+
+
+def _union(subs: list[Query], searcher: Searcher, context: Any) -> Matcher:
+    """The binary tree of unions `Or` builds when it has a coordination bonus."""
+    plain = query.Or(subs)
+    plain.matcher_type = query.Or.DEFAULT_MATCHER
+    return plain.matcher(searcher, context)
+
+
+class _Coordination(matching.CoordMatcher):
+    def __init__(self, child: Matcher, scale: float, term_count: int) -> None:
+        super().__init__(child, scale=scale)
+        self._termcount = term_count
+
+    def _replacement(self, newchild: Matcher) -> Matcher:
+        return _Coordination(newchild, self._scale, self._termcount)
+
+
+class _Rounded(matching.WrappingMatcher):
+    """Scores rounded to 1/SCORE_SCALE, so sums added in another order tie as they should.
+
+    floor(x + 0.5) rather than round(): numpy computes the same operations bit for bit
+    (vectorized.py), and its round() is not Python's.
+    """
+
+    def _replacement(self, newchild: Matcher) -> Matcher:
+        return _Rounded(newchild)
+
+    def score(self) -> float:
+        return floor(self.child.score() * SCORE_SCALE + 0.5) / SCORE_SCALE
 
 
 class Weighted(WrappingQuery):
@@ -246,9 +329,9 @@ class Weighted(WrappingQuery):
 
     def matcher(self, searcher: Searcher, context: Any = None) -> Matcher:
         context = searcher.context() if context is None else context
-        if context.weighting is not None:  # None: only which papers match counts (docs_for_query)
-            context = context.set(weighting=WEIGHTING)
-        return self.child.matcher(searcher, context)
+        if context.weighting is None:  # only which papers match counts (docs_for_query)
+            return self.child.matcher(searcher, context)
+        return _Rounded(self.child.matcher(searcher, context.set(weighting=WEIGHTING)))
 
 
 class WordInFields(query.Query):
@@ -296,8 +379,7 @@ class WordInFields(query.Query):
         ]
         if not postings:
             return matching.NullMatcher()
-        idf = _idf(searcher, tuple(self.fields), text)
-        return _BM25FMatcher(postings, self.boost * idf)
+        return _BM25FMatcher(postings, self.boost * idf(searcher, tuple(self.fields), text))
 
 
 class _BM25FMatcher(Matcher):

@@ -1,0 +1,14 @@
+"""`python -m bench build|query|scale [options]`: see bench/README.md."""
+
+from __future__ import annotations
+
+import sys
+
+from bench import build, query, scale
+
+COMMANDS = {"build": build.main, "query": query.main, "scale": scale.main}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        sys.exit(f"usage: python -m bench {{{'|'.join(COMMANDS)}}} [options] (see bench/README.md)")
+    COMMANDS[sys.argv[1]](sys.argv[2:])
