@@ -252,13 +252,13 @@ class OpenSearchBackend:
         plan = self._plan(request)
         body: Dsl = {
             "query": plan.scored,
-            "post_filter": all_of(list(plan.filters.values())),
+            "post_filter": plan.post_filter,
             "aggs": {**self._facet_aggs(plan, request), **self._selection_aggs(request)},
             "track_total_hits": True,
             **self._timeout(),
         }
         if plan.required is not None:
-            body["aggs"]["all_words"] = {"filter": all_of([*plan.filters.values(), plan.required])}
+            body["aggs"]["all_words"] = plan.all_words_agg()
         checks = _spelling_checks(plan.tree)
         if checks:
             body["aggs"]["spelling"] = {"global": {}, "aggs": {"known": _known_words(checks)}}
@@ -267,7 +267,7 @@ class OpenSearchBackend:
         if tiered:
             body["size"] = 0  # the page comes from one search per tier, once their sizes are known
         else:
-            body.update(self._page_body(plan, request.sort, request.start, request.per_page))
+            body.update(_page(request.sort, request.start, request.per_page))
         response = self._search(body)
         total = response["hits"]["total"]["value"]
         all_words = response["aggregations"]["all_words"]["doc_count"] if plan.required is not None else total
@@ -295,10 +295,10 @@ class OpenSearchBackend:
             counts = self._search(
                 {
                     "query": plan.scored,
-                    "post_filter": all_of(list(plan.filters.values())),
+                    "post_filter": plan.post_filter,
                     "size": 0,
                     "track_total_hits": True,
-                    "aggs": {"all_words": {"filter": all_of([*plan.filters.values(), plan.required])}},
+                    "aggs": {"all_words": plan.all_words_agg()},
                     **self._timeout(),
                 }
             )
@@ -306,8 +306,8 @@ class OpenSearchBackend:
             all_words = counts["aggregations"]["all_words"]["doc_count"]
             docs = self._tiered_docs(plan, 0, limit, all_words, total, highlight=False)
         else:
-            body = {"query": plan.scored, "post_filter": all_of(list(plan.filters.values())), **self._timeout()}
-            body.update(self._page_body(plan, request.sort, 0, limit, highlight=False))
+            body = {"query": plan.scored, "post_filter": plan.post_filter, **self._timeout()}
+            body.update(_page(request.sort, 0, limit, highlight=False))
             docs = self._search(body)["hits"]["hits"]
         return [_paper_of(doc["_source"]) for doc in docs]
 
@@ -408,19 +408,12 @@ class OpenSearchBackend:
     def _timeout(self) -> Dsl:
         return {"timeout": f"{self.settings.search_time_limit_ms}ms"}
 
-    def _page_body(self, plan: _Plan, sort: str, start: int, size: int, highlight: bool = True) -> Dsl:
-        body: Dsl = {"from": start, "size": size, "sort": _SORTS[sort], "_source": _SOURCE}
-        if highlight:
-            body["highlight"] = _HIGHLIGHT
-        return body
-
     def _tiered_docs(self, plan: _Plan, start: int, end: int, all_words: int, total: int, highlight: bool) -> list[Dsl]:
         """The page [start, end) of papers matching all words first, then the others.
 
         Each tier is its own ranked search; the page takes what it needs from each.
         """
         assert plan.required is not None
-        post_filter = all_of(list(plan.filters.values()))
         tiers = [
             {"bool": {"must": [plan.scored], "filter": [plan.required]}},
             {"bool": {"must": [plan.scored], "must_not": [plan.required]}},
@@ -431,8 +424,8 @@ class OpenSearchBackend:
             low, high = max(start - offset, 0), min(end - offset, size)
             offset += size
             if low < high:
-                body = {"query": query, "post_filter": post_filter, **self._timeout()}
-                searches.append(body | self._page_body(plan, "relevance", low, high - low, highlight))
+                body = {"query": query, "post_filter": plan.post_filter, **self._timeout()}
+                searches.append(body | _page("relevance", low, high - low, highlight))
         if not searches:
             return []
         lines: list[Dsl] = []
@@ -554,6 +547,16 @@ class _Plan:
     required: Dsl | None
     filters: dict[str, Dsl | None]
 
+    @property
+    def post_filter(self) -> Dsl:
+        """Every facet's filter: narrows the hits, not the facet counts."""
+        return all_of(list(self.filters.values()))
+
+    def all_words_agg(self) -> Dsl:
+        """Counts the papers of the all-words tier that the filters let through."""
+        assert self.required is not None
+        return {"filter": all_of([*self.filters.values(), self.required])}
+
 
 _BY_YEAR = {"order": "desc", "missing": "_last"}
 _SORTS = {
@@ -571,6 +574,14 @@ _HIGHLIGHT = {
         **{name: {"fragment_size": 120, "number_of_fragments": 2} for name in ("abstract", f"abstract.{EXACT}")},
     },
 }
+
+
+def _page(sort: str, start: int, size: int, highlight: bool = True) -> Dsl:
+    """The part of a search body that asks for one page of hits, in `sort` order."""
+    body: Dsl = {"from": start, "size": size, "sort": _SORTS[sort], "_source": _SOURCE}
+    if highlight:
+        body["highlight"] = _HIGHLIGHT
+    return body
 
 
 def _best(marked: Dsl, field: str) -> str:
