@@ -22,7 +22,8 @@ from opensearchpy import OpenSearch
 
 from searchsvc import create_app
 from searchsvc.backends.opensearch import OpenSearchBackend
-from searchsvc.errors import RebuildFailed, RebuildInProgress
+from searchsvc.backends.opensearch.backend import _Plan
+from searchsvc.errors import QueryRejected, RebuildFailed, RebuildInProgress
 from searchsvc.rebuild import rebuild
 from searchsvc.search import SearchRequest
 
@@ -199,3 +200,18 @@ def test_a_wildcard_the_cluster_will_not_expand_is_a_400(factory: BackendFactory
     assert error["code"] == "query_too_broad"
     assert "type more letters" in error["message"]
     assert client.get("/api/search?q=zq0001*").json["total"] == 1
+
+
+@pytest.mark.reliability
+def test_a_query_the_cluster_refuses_is_a_400_with_its_reason(factory: BackendFactory) -> None:
+    """Every query the service sends is well-formed; should the cluster refuse one anyway (a
+    newer cluster, a plugin), the user gets a 400 with the cluster's reason, not a 500."""
+    settings = factory.settings()
+    backend = OpenSearchBackend(settings)
+    rebuild(backend, [SEEDS])
+    with pytest.raises(QueryRejected, match="the search cluster refused this query: .*no_such_query"):
+        backend._search({"query": {"no_such_query": {}}})
+    app = create_app(factory.overrides(opensearch_index=settings.opensearch_index))
+    app.extensions["searchsvc"].backend._plan = lambda request: _Plan(None, {"no_such_query": {}}, None, {})
+    error = error_of(app.test_client(), "/api/search?q=x", 400)
+    assert error["code"] == "query_rejected" and "no_such_query" in error["message"]
