@@ -10,7 +10,6 @@ tree (sampled every 50 ms, so the writer's child processes count) are measured.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from bench import corpus
-from bench.measure import REPO, VENV_BIN, clean_env, directory_size, machine, mib, run_measured, table
+from bench.measure import REPO, VENV_BIN, clean_env, directory_size, machine, mib, report, run_measured, table
 
 ENGINES = ("searchsvc", "whoosh", "tantivy")
 OPENSEARCH = "searchsvc-opensearch"  # with --opensearch URLS: `searchsvc rebuild` onto that cluster
@@ -150,11 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     engines = tuple(args.engines.split(",")) + ((OPENSEARCH,) if args.opensearch else ())
     result = run(args.records, args.rounds, engines, args.opensearch)
-    text = markdown(result)
-    print(text)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-        args.out.with_suffix(".md").write_text(text + "\n")
+    report(result, markdown(result), args.out)
 
 
 if __name__ == "__main__":

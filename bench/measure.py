@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import resource
@@ -143,3 +144,11 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def mib(size: int) -> float:
     return round(size / 2**20, 1)
+
+
+def report(result: dict[str, Any], text: str, out: Path | None) -> None:
+    """Print a benchmark's table; with `out`, also write its JSON there and the table beside it (.md)."""
+    print(text)
+    if out:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        out.with_suffix(".md").write_text(text + "\n")

@@ -34,7 +34,7 @@ from typing import Any
 from bench import corpus, mix
 from bench.bare_whoosh import BareSearcher
 from bench.build import OPENSEARCH, build_once, opensearch_env
-from bench.measure import latency_summary, machine, mib, table
+from bench.measure import latency_summary, machine, mib, report, table
 from bench.server import Server, procfile_web
 from bench.tantivy_ref import TantivySearcher
 from searchsvc.backends import Backend
@@ -289,11 +289,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     clients = [int(c) for c in args.clients.split(",")]
     result = run(args.records, args.requests, clients, args.workers, args.distinct or args.requests, args.opensearch)
-    text = markdown(result)
-    print(text)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-        args.out.with_suffix(".md").write_text(text + "\n")
+    report(result, markdown(result), args.out)
 
 
 if __name__ == "__main__":
