@@ -33,6 +33,7 @@ from searchsvc.backends.opensearch.cluster import (
 from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, index_body
 from searchsvc.backends.opensearch.querying import MATCH_ALL, WORDS, Dsl, all_of, filters, translate, year_range
 from searchsvc.backends.opensearch.spelling import respell
+from searchsvc.backends.whoosh.highlighting import SNIPPET_CHARS, opening  # the same snippet on both backends
 from searchsvc.errors import IndexUnavailable, PaperNotFound, RebuildFailed, RebuildInProgress
 from searchsvc.facet_listing import display_order, listing
 from searchsvc.merging import Collection
@@ -43,7 +44,6 @@ from searchsvc.settings import Settings
 
 T = TypeVar("T")
 ENGINE = "opensearch"
-SNIPPET_CHARS = 240  # as the Whoosh backend's abstract snippet
 _ELLIPSIS = "…"
 _SOURCE = ["id", "title", "abstract", "year", "subjects", "authors"]
 _FACET_FIELDS = {"year": "year", "subject": "subjects", "author": AUTHOR_VALUE}
@@ -603,19 +603,13 @@ def _escaped(fragment: str) -> str:
 def _snippet(highlighted: str, abstract: str) -> str:
     """Marked fragments with an ellipsis where words were cut off; else the escaped opening."""
     if not highlighted:
-        return escape(_opening(abstract), quote=True)
+        return escape(opening(abstract, SNIPPET_CHARS), quote=True)
     plain = unescape(_MARK.sub("", highlighted))
     head = plain.split(" … ")[0]
     tail = plain.split(" … ")[-1]
     before = "" if abstract.startswith(head) else _ELLIPSIS
     after = "" if abstract.endswith(tail) else _ELLIPSIS
     return before + highlighted + after
-
-
-def _opening(text: str) -> str:
-    if len(text) <= SNIPPET_CHARS:
-        return text
-    return text[:SNIPPET_CHARS].rsplit(" ", 1)[0].rstrip(",.;:") + _ELLIPSIS
 
 
 def _paper_of(source: Dsl) -> Paper:

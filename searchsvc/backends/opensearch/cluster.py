@@ -111,8 +111,11 @@ def check_response(response: dict[str, Any]) -> dict[str, Any]:
     A search with shards that failed, or that stopped at the time limit, answered for part
     of the index only: that is an error, not a smaller result.
     """
-    if "error" in response:  # one search of an msearch
-        raise rejected(failure_reason(response["error"]))
+    if "error" in response:  # one search of an msearch: refused (4xx), or the cluster failed (5xx)
+        why = failure_reason(response["error"])
+        if response.get("status", 400) >= 500 and not _too_many_clauses(why):
+            raise PartialAnswer(f"the OpenSearch cluster could not answer: {why}")
+        raise rejected(why)
     if response.get("timed_out"):
         raise SearchTimedOut(
             "the search took longer than the time limit; add words, a phrase or a filter to narrow it",

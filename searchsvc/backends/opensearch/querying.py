@@ -1,8 +1,9 @@
 """The query tree (searchsvc.query) → OpenSearch query DSL, with the Whoosh backend's meaning.
 
 Words search the stemmed title and abstract together (`cross_fields`: one blended word
-statistic over both fields, the best field's score plus a share of the other's); phrases and wildcards search the
-unstemmed `.exact` subfields; `author:` and `subject:` match whole names and values.
+statistic over both fields, the best field's score plus a share of the other's); phrases
+and wildcards search the unstemmed `.exact` subfields; `author:` and `subject:` match whole
+names and values.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from searchsvc.search import SearchRequest
 
 Dsl = dict[str, Any]
 _Parts = Literal["any", "all", "phrase"]
-MATCH_NOTHING: Dsl = {"match_none": {}}
 MATCH_ALL: Dsl = {"match_all": {}}
 # A word's score: its best field's, plus this share of the other's (docs/scaling.md).
 TIE_BREAKER = 0.3
