@@ -1,12 +1,12 @@
-"""`python -m bench build|query|scale [options]`: see bench/README.md."""
+"""`python -m bench build|query|scale|embedding [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import build, query, scale
+from bench import build, embedding, query, scale
 
-COMMANDS = {"build": build.main, "query": query.main, "scale": scale.main}
+COMMANDS = {"build": build.main, "query": query.main, "scale": scale.main, "embedding": embedding.main}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

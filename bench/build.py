@@ -36,12 +36,12 @@ def opensearch_env(urls: str) -> dict[str, str]:
     return {"SEARCHSVC_BACKEND": "opensearch", "SEARCHSVC_OPENSEARCH_URL": urls, "SEARCHSVC_OPENSEARCH_INDEX": "bench"}
 
 
-def build_once(engine: str, source: Path, work: Path, opensearch: str | None = None) -> dict[str, Any]:
+def build_once(engine: str, source: Path, work: Path, opensearch: str | None = None, **settings: str) -> dict[str, Any]:
     """One build of `source` by `engine` into a fresh directory under `work` (or onto the
     cluster at `opensearch`: then the peak RSS is the loading client's, and the size the
-    primary shards' on the cluster)."""
+    primary shards' on the cluster). `settings`: more SEARCHSVC_* variables for searchsvc."""
     target = work / f"{engine}-index"
-    extra = {"PYTHONPATH": str(REPO)}
+    extra = {"PYTHONPATH": str(REPO), **settings}
     if engine == OPENSEARCH:
         assert opensearch, "the OpenSearch build needs --opensearch URLS"
         extra.update(opensearch_env(opensearch))

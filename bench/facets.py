@@ -47,13 +47,15 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as work:
         corpus = _slice(args.corpus, args.records, Path(work) / "corpus.jsonl")
-        backend = WhooshBackend(load_settings({"index_dir": Path(work) / "searchsvc"}, environ={}))
+        backend = WhooshBackend(
+            load_settings({"index_dir": Path(work) / "searchsvc", "semantic_ranking": False}, environ={})
+        )
         records = rebuild(backend, [corpus]).papers
         bare = _bare_index(corpus, Path(work) / "bare")
         queries = _queries(corpus, args.queries)
 
         started = time.perf_counter()
-        OpenGeneration(backend.store.hold_current())
+        OpenGeneration(backend.store.hold_current(), backend.vector_store)
         open_seconds = time.perf_counter() - started
 
         searchsvc_ms: list[float] = []

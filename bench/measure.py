@@ -20,6 +20,9 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+# Paper vectors by content, shared by every benchmark run (git-ignored): a corpus is embedded
+# once, on its first run (docs/performance.md gives that cost separately).
+VECTOR_STORE = REPO / "bench" / ".vectors"
 SAMPLE_EVERY = 0.05  # seconds between two RSS samples of a process tree
 
 
@@ -85,9 +88,11 @@ def run_measured(command: Sequence[str], env: Mapping[str, str] | None = None, c
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This environment without SEARCHSVC_* settings, the venv's bin first on PATH."""
+    """This environment without SEARCHSVC_* settings but the shared vector store, the venv's bin
+    first on PATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHSVC_")}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["SEARCHSVC_VECTOR_STORE"] = str(VECTOR_STORE)
     return {**env, **extra}
 
 

@@ -34,7 +34,7 @@ from typing import Any
 from bench import corpus, mix
 from bench.bare_whoosh import BareSearcher
 from bench.build import OPENSEARCH, build_once, opensearch_env
-from bench.measure import latency_summary, machine, mib, report, table
+from bench.measure import VECTOR_STORE, latency_summary, machine, mib, report, table
 from bench.server import Server, procfile_web
 from bench.tantivy_ref import TantivySearcher
 from searchsvc.backends import Backend
@@ -183,7 +183,7 @@ def run(
                 for count in clients:
                     http_load(server, warmup, count)
                     loads.append({**http_load(server, sequence, count), "backend": "opensearch"})
-        backend = WhooshBackend(load_settings({"index_dir": index_dir}, environ={}))
+        backend = WhooshBackend(load_settings({"index_dir": index_dir, "vector_store": str(VECTOR_STORE)}, environ={}))
         bare = BareSearcher(work / "whoosh-index")
         reference = TantivySearcher(work / "tantivy-index")
         engines = {"searchsvc": _service(backend), "whoosh": bare.search, "tantivy": reference.search}

@@ -15,6 +15,11 @@ over every judged query; a query the service rejects, or one that finds nothing,
     python bench/relevance.py --corpus C.jsonl --queries Q.tsv --qrels R.tsv [--name N]
     python bench/relevance.py --opensearch http://127.0.0.1:9200   # the OpenSearch backend too
 
+The service's default includes ranking by meaning, so each index embeds its papers (SciFact's
+5,183 abstracts take about 8 minutes on two cores). The vectors are kept by content in
+`--vector-store` (default `bench/.vectors/`, git-ignored), so later runs embed nothing;
+`--vector-store ''` embeds afresh in each temporary index.
+
 With `--opensearch URLS` the service is also indexed on, and searched through, the
 OpenSearch backend (`SEARCHSVC_BACKEND=opensearch`) in the same run: a third system,
 `searchsvc-opensearch`. Each collection gets an alias of its own, deleted afterwards.
@@ -46,6 +51,7 @@ from searchsvc.schemas import parse_search_request
 from searchsvc.settings import load_settings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+VECTOR_STORE = Path(__file__).resolve().parent / ".vectors"  # as bench/measure.py: shared by every run
 DEPTH = 100  # results scored per query: the API's largest page
 MEASURES = {"nDCG@10": nDCG @ 10, "MAP": AP, "R@100": R @ DEPTH, "MRR": RR}
 REFERENCE_K1, REFERENCE_B = 0.9, 0.4
@@ -216,7 +222,10 @@ def evaluate(run: Run, qrels: Qrels) -> dict[str, float]:
 
 
 def evaluate_collection(
-    collection: Collection, log: Callable[[str], None] = lambda message: None, opensearch: str | None = None
+    collection: Collection,
+    log: Callable[[str], None] = lambda message: None,
+    opensearch: str | None = None,
+    vector_store: str = "",
 ) -> CollectionResult:
     """Index, search and score one collection with every system."""
     records, skipped = read_corpus(collection.corpus)
@@ -226,7 +235,7 @@ def evaluate_collection(
     if missing:
         raise SystemExit(f"{collection.name}: judged queries without text: {sorted(missing)[:5]}")
     result = CollectionResult(collection.name, len(records), skipped, len(queries))
-    backends: dict[str, dict[str, Any]] = {"searchsvc": {}}
+    backends: dict[str, dict[str, Any]] = {"searchsvc": {"vector_store": vector_store}}
     if opensearch:
         alias = f"relevance-{collection.name.lower()}"
         backends["searchsvc-opensearch"] = {
@@ -303,6 +312,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--out", type=Path, help="also write the JSON document to this file")
     parser.add_argument("--opensearch", metavar="URLS", help="also run the service on this OpenSearch cluster")
+    parser.add_argument(
+        "--vector-store",
+        default=str(VECTOR_STORE),
+        help="where paper vectors are kept between runs (default: %(default)s; '': nowhere)",
+    )
     args = parser.parse_args(argv)
     if args.corpus or args.queries or args.qrels:
         if not (args.corpus and args.queries and args.qrels):
@@ -311,7 +325,12 @@ def main(argv: list[str] | None = None) -> None:
     else:
         collections = [COLLECTIONS[name] for name in args.collection or COLLECTIONS]
     results = [
-        evaluate_collection(collection, log=lambda m: print(m, file=sys.stderr), opensearch=args.opensearch)
+        evaluate_collection(
+            collection,
+            log=lambda m: print(m, file=sys.stderr),
+            opensearch=args.opensearch,
+            vector_store=args.vector_store,
+        )
         for collection in collections
     ]
     document = as_json(results)

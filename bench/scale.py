@@ -30,6 +30,10 @@ from bench.tantivy_ref import TantivySearcher
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.settings import load_settings
 
+# Lexical ranking only: embedding 300,000 papers takes hours on two cores (docs/performance.md),
+# so the curve measures the lexical path, which every search runs anyway.
+LEXICAL = {"SEARCHSVC_SEMANTIC_RANKING": "false"}
+
 
 def one_size(records: int, requests: int, local_requests: int, workers: int, bare_build_max: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
@@ -37,17 +41,17 @@ def one_size(records: int, requests: int, local_requests: int, workers: int, bar
         source = work / "corpus.jsonl"
         described = corpus.prepare(source, records)
         engines = ["searchsvc", "tantivy"] + (["whoosh"] if described["records"] <= bare_build_max else [])
-        builds = {engine: build_once(engine, source, work) for engine in engines}
+        builds = {engine: build_once(engine, source, work, **LEXICAL) for engine in engines}
         if "whoosh" in builds:
             shutil.rmtree(work / "whoosh-index")
         loaded = corpus.load(source)
         sequence = mix.generate(loaded, requests)
         warmup = mix.generate(loaded, WARMUP, seed=mix.SEED + 1)
         index_dir = work / "searchsvc-index"
-        with procfile_web(index_dir, workers, work / "gunicorn.log") as server:
+        with procfile_web(index_dir, workers, work / "gunicorn.log", **LEXICAL) as server:
             http_load(server, warmup, workers)
             load = http_load(server, sequence, workers)
-        backend = WhooshBackend(load_settings({"index_dir": index_dir}, environ={}))
+        backend = WhooshBackend(load_settings({"index_dir": index_dir, "semantic_ranking": False}, environ={}))
         generation = index_dir / "generations" / (index_dir / "CURRENT").read_text().strip()
         bare = BareSearcher(generation)
         reference = TantivySearcher(work / "tantivy-index")

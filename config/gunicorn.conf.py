@@ -7,6 +7,10 @@ the address, WEB_CONCURRENCY for the number of workers, SEARCHSVC_* for the serv
 import multiprocessing
 import os
 
+# One BLAS thread per worker, set before any worker imports numpy: the workers already use
+# every core, and embedding one query (searchsvc/semantic/encoder.py) is too small to gain.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"
 
 # Searching is CPU-bound pure Python and Whoosh searchers are not shared between threads,

@@ -184,6 +184,16 @@ def words(node: Node | None) -> list[Word]:
     return []
 
 
+def meaning(node: Node | None) -> str:
+    """The words and phrases the query looks for in titles and abstracts, as one text: what the
+    semantic model reads. Negated words, wildcards, authors and years say nothing about meaning."""
+    if isinstance(node, Word | Phrase):
+        return node.text if node.field in (None, "title", "abstract") else ""
+    if isinstance(node, AllOf | AnyOf | Group):
+        return " ".join(text for text in map(meaning, node.nodes) if text)
+    return ""
+
+
 def check_term_count(node: Node | None, limit: int) -> None:
     """Refuse a query searching for more than `limit` words, phrases and wildcards (negated ones too):
     each is a posting list read and scored."""

@@ -12,13 +12,10 @@ from typing import TypeVar
 from searchsvc.backends import Backend
 from searchsvc.errors import SearchsvcError
 from searchsvc.merging import merge_records
+from searchsvc.semantic.embedding import ProgressFactory
 from searchsvc.sources import discover, read_records
 
 T = TypeVar("T")
-
-# Given a phase ("reading", "indexing") and its total if known, returns a context manager
-# yielding an advance(n) callable.
-ProgressFactory = Callable[[str, int | None], AbstractContextManager[Callable[[int], None]]]
 
 
 def no_progress(phase: str, total: int | None) -> AbstractContextManager[Callable[[int], None]]:
@@ -33,13 +30,14 @@ class RebuildReport:
     merged: int
     generation: str
     seconds: float
+    embedded: int = 0  # papers whose vectors were computed (the others were stored already)
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (
             f"rebuilt index generation {self.generation} from {len(self.files)} file(s): "
             f"{self.records} records read, {self.papers} papers indexed, {self.merged} merged, "
-            f"{len(self.warnings)} warning(s), {self.seconds:.1f} s"
+            f"{self.embedded} embedded, {len(self.warnings)} warning(s), {self.seconds:.1f} s"
         )
 
 
@@ -49,10 +47,12 @@ def rebuild(
     progress: ProgressFactory = no_progress,
     warn: Callable[[str], None] = lambda message: None,
 ) -> RebuildReport:
-    """Read every source, merge, and publish a new generation; all or nothing.
+    """Read every source, merge, and publish a new generation; all or nothing. Then embed
+    the papers that have no vector yet, for ranking by meaning.
 
     Any error (a malformed source, a failed build or check) propagates before anything is
-    published, so the previous index keeps serving.
+    published, so the previous index keeps serving. An error while embedding comes after
+    publishing: the new generation serves, ranked lexically, and the error says so.
     """
     started = time.monotonic()
     warnings: list[str] = []
@@ -71,6 +71,13 @@ def rebuild(
         names = [str(path) for path in files]
         with progress("indexing", len(collection.papers)) as advance:
             generation = backend.build(collection, advance, {"sources": names})
+        try:
+            embedded = backend.embed(progress)
+        except (SearchsvcError, OSError) as exc:
+            raise SearchsvcError(
+                f"index generation {generation} is published, but its papers could not be embedded: {exc}; "
+                "searches rank it lexically until a rebuild succeeds"
+            ) from exc
     return RebuildReport(
         files=names,
         records=collection.records,
@@ -78,6 +85,7 @@ def rebuild(
         merged=collection.merged,
         generation=generation,
         seconds=time.monotonic() - started,
+        embedded=embedded,
         warnings=warnings,
     )
 

@@ -194,7 +194,13 @@ class HighlightsSchema(Schema):
 
 
 class HitSchema(PaperSchema):
-    score = fields.Float(allow_none=True, required=True, metadata={"description": "null unless sorted by relevance."})
+    score = fields.Float(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "Higher is more relevant, comparable within one search; null unless sorted by relevance."
+        },
+    )
     highlights = fields.Nested(HighlightsSchema, required=True)
 
 
@@ -247,6 +253,10 @@ class StatusSchema(Schema):
     doc_count = fields.Integer(required=True)
     built_at = fields.String(required=True)
     engine = fields.String(required=True)
+    semantic_ranking = fields.String(
+        required=True,
+        metadata={"description": "on; pending while a rebuild embeds the papers (lexical until then); off."},
+    )
 
 
 class HealthSchema(Schema):

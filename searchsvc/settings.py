@@ -57,6 +57,14 @@ class Settings:
     related_papers: int = _setting(5, "papers listed as related to one paper")
     max_export: int = _setting(1000, "papers in one export download: a reading list, not a copy of the index")
     build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment")
+    semantic_ranking: bool = _setting(
+        True,
+        "reorder the best lexical matches by meaning (all-MiniLM-L6-v2 sentence vectors); a rebuild embeds "
+        "each new paper once, about 10 a second per core",
+    )
+    vector_store: str = _setting(
+        "", "where paper vectors are kept by content (empty: <index_dir>/vectors); index directories may share one"
+    )
     backend: str = _setting(
         "whoosh", "whoosh: an embedded index in index_dir; opensearch: a cluster at opensearch_url, for scale-out"
     )
@@ -72,6 +80,10 @@ class Settings:
     )
     opensearch_shards: int = _setting(2, "primary shards of each new index: spreads one index over the nodes")
     opensearch_replicas: int = _setting(1, "copies of each shard on other nodes: searches go on when a node dies")
+
+    @property
+    def vector_store_dir(self) -> Path:
+        return Path(self.vector_store) if self.vector_store else self.index_dir / "vectors"
 
     def facet_limits(self) -> dict[str, int]:
         """Values listed per facet in a search result."""

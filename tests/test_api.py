@@ -83,6 +83,7 @@ def test_health_readiness_and_security_headers(client: FlaskClient, seed_backend
         "status": "ready",
         "generation": seed_backend.store.current_name(),
         "doc_count": 28,
+        "semantic_ranking": "on",
         "built_at": seed_backend.status()["built_at"],
         "engine": "whoosh-reloaded 2.7.5",
     }

@@ -153,7 +153,7 @@ def test_serving_backend_keeps_its_generation_until_it_switches(backend: WhooshB
     assert first not in os.listdir(store.generations)
 
 
-def test_progress_is_reported_for_reading_and_indexing(tmp_path: Path) -> None:
+def test_progress_is_reported_for_reading_indexing_and_embedding(tmp_path: Path) -> None:
     seen: dict[str, list] = {}
 
     @contextmanager
@@ -166,7 +166,7 @@ def test_progress_is_reported_for_reading_and_indexing(tmp_path: Path) -> None:
         yield advance
 
     rebuild(WhooshBackend(settings_for(tmp_path / "index")), [SEEDS], progress=record)
-    assert seen == {"reading": [None, 36], "indexing": [28, 28]}
+    assert seen == {"reading": [None, 36], "indexing": [28, 28], "embedding": [28, 28]}
 
 
 # Whoosh leaves the file handle of a compound segment it fails to parse for the garbage collector.

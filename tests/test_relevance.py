@@ -76,6 +76,7 @@ def test_harness_runs_end_to_end_on_a_small_collection(tmp_path: Path, capsys: p
     out = tmp_path / "result.json"
 
     args = ["--corpus", str(corpus), "--queries", str(queries), "--qrels", str(qrels), "--name", "tiny"]
+    args += ["--vector-store", str(tmp_path / "vectors")]
     relevance.main([*args, "--out", str(out)])
     table = capsys.readouterr().out
     assert table.splitlines()[0] == "| collection | system | nDCG@10 | MAP | R@100 | MRR | queries | rejected |"

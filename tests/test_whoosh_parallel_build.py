@@ -36,7 +36,8 @@ def _records(count: int) -> list[dict]:
 
 def _backend(tmp_path: Path, name: str, source: Path, processes: int, monkeypatch: pytest.MonkeyPatch) -> WhooshBackend:
     monkeypatch.setattr(indexing, "PROCESSES", processes)
-    backend = WhooshBackend(settings_for(tmp_path / name))
+    # Lexical ranking only: the segments are what is compared (test_semantic.py covers the rest).
+    backend = WhooshBackend(settings_for(tmp_path / name, semantic_ranking=False))
     rebuild(backend, [source])
     return backend
 

@@ -48,7 +48,8 @@ def acl_backend(tmp_path_factory: pytest.TempPathFactory) -> tuple[WhooshBackend
         records = [json.loads(line) for _, line in zip(range(3000), lines, strict=False)]
     source = work / "records.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    backend = WhooshBackend(settings_for(work / "index"))
+    # Lexical ranking only: the numpy and Whoosh scoring paths are what is compared.
+    backend = WhooshBackend(settings_for(work / "index", semantic_ranking=False))
     rebuild(backend, [source])
     return backend, records
 

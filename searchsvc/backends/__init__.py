@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from searchsvc.merging import Collection
 from searchsvc.papers import Paper
 from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
+from searchsvc.semantic.embedding import ProgressFactory
 from searchsvc.settings import Settings
 
 
@@ -20,6 +21,9 @@ class Backend(Protocol):
 
     def build(self, collection: Collection, progress: Callable[[int], None], provenance: dict[str, Any]) -> str:
         """Index and publish `collection` atomically; return the new generation's name."""
+
+    def embed(self, progress: ProgressFactory) -> int:
+        """Store vectors for the published papers that lack them; return how many were embedded."""
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Run a validated search on the published index (IndexUnavailable if there is none)."""

@@ -40,6 +40,7 @@ from searchsvc.merging import Collection
 from searchsvc.papers import Paper, fold
 from searchsvc.query import Node, check_term_count, parse, required_words, words
 from searchsvc.search import FACETS, FacetLookup, FacetValue, Hit, SearchRequest, SearchResult
+from searchsvc.semantic.embedding import ProgressFactory
 from searchsvc.settings import Settings
 
 T = TypeVar("T")
@@ -131,6 +132,10 @@ class OpenSearchBackend:
             f"another rebuild of alias {self.alias!r} is running{who}; if it died on another machine, "
             f"delete the index {lock!r}"
         )
+
+    def embed(self, progress: ProgressFactory) -> int:
+        """Nothing to do: on OpenSearch ranking is lexical only (docs/scaling.md)."""
+        return 0
 
     def build(self, collection: Collection, progress: Callable[[int], None], provenance: dict[str, Any]) -> str:
         """Load `collection` into a new index, check it, move the alias to it; return its name.
@@ -236,7 +241,7 @@ class OpenSearchBackend:
             count = self.client.count(index=self.alias)["count"]
         meta = dict(mapping.get("_meta", {}))
         meta.pop("mapping_version", None)
-        return dict(meta, generation=index, doc_count=count)
+        return dict(meta, generation=index, doc_count=count, semantic_ranking="off")
 
     def _serving(self) -> str:
         indices = self._aliased()

@@ -24,13 +24,18 @@ from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.reading import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION, SEARCH_FIELDS
+from searchsvc.backends.whoosh.semantic import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.spelling import correct_spelling
 from searchsvc.deadline import Deadline
 from searchsvc.errors import PaperNotFound, RebuildFailed
 from searchsvc.merging import Collection
 from searchsvc.papers import Paper
-from searchsvc.query import Node, check_term_count, parse, words
+from searchsvc.query import Node, check_term_count, meaning, parse, words
 from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
+from searchsvc.semantic import fusion
+from searchsvc.semantic.embedding import ProgressFactory
+from searchsvc.semantic.encoder import shared_encoder
+from searchsvc.semantic.store import store_file
 from searchsvc.settings import Settings
 
 ENGINE = "whoosh-reloaded"
@@ -43,7 +48,8 @@ class WhooshBackend:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.store = GenerationStore(settings.index_dir)
-        self._generations = GenerationCache(self.store)
+        self.vector_store = store_file(settings.vector_store_dir)
+        self._generations = GenerationCache(self.store, self.vector_store)
 
     # Building -------------------------------------------------------------------
 
@@ -64,6 +70,7 @@ class WhooshBackend:
         try:
             write_index(generation, collection.papers.values(), self.settings.build_memory_mb, progress)
             self._check(generation, len(collection.papers))
+            write_content_keys(generation)
             self.store.finish(
                 generation,
                 {
@@ -88,6 +95,22 @@ class WhooshBackend:
         self.store.prune()
         return generation.name
 
+    def embed(self, progress: ProgressFactory) -> int:
+        """Embed the published generation's papers that the vector store lacks; return how many.
+
+        Runs after publishing, so a rebuild's new papers are searchable at once and ranked
+        by meaning too once this finishes (GenerationVectors notices the store change).
+        """
+        if not self.settings.semantic_ranking:
+            return 0
+        # Held only while embedding: this process's own GenerationCache would keep the
+        # generation from being pruned by the next rebuild.
+        hold = self.store.hold_current()
+        try:
+            return embed_generation(hold.path, self.vector_store, progress)
+        finally:
+            hold.release()
+
     def _check(self, generation: Path, expected: int) -> None:
         ix = index.open_dir(str(generation))
         try:
@@ -100,9 +123,15 @@ class WhooshBackend:
     # Reading --------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The generation this process serves: its manifest and the papers its index holds."""
+        """The generation this process serves: its manifest, the papers its index holds, and whether
+        they are ranked by meaning too ("pending" while the rebuild is still embedding them)."""
         gen = self._generations.get()
-        return dict(gen.manifest, generation=gen.path.name, doc_count=gen.searcher.doc_count())
+        semantic = "off"
+        if self.settings.semantic_ranking:
+            shared_encoder()  # loaded before the first search; a missing model shows in /readyz
+            semantic = "on" if gen.vectors.get() is not None else "pending"
+        doc_count = gen.searcher.doc_count()
+        return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic)
 
     def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
@@ -206,6 +235,7 @@ class WhooshBackend:
                 page = np.flatnonzero(found.allowed)[request.start : request.end]
             return [(int(docnum), None) for docnum in page]
         tiers = [found.allowed] if compiled.required is None else [found.all_words, found.allowed & ~found.all_words]
+        by_meaning = self._meaning(found)
         ranked: list[tuple[int, float | None]] = []
         offset = 0
         for tier in tiers:
@@ -214,9 +244,38 @@ class WhooshBackend:
             offset += size
             if low < high:
                 assert found.scored is not None  # set for every query (compiled is not None)
-                best = vectorized.top(found.scored.scores, tier, low, high)
+                if by_meaning is None:
+                    best = vectorized.top(found.scored.scores, tier, low, high)
+                else:
+                    best = self._reordered(found.scored.scores, tier, low, high, *by_meaning)
                 ranked.extend((docnum, round(score, 4)) for docnum, score in best)
         return ranked
+
+    def _meaning(self, found: _Found) -> tuple[np.ndarray, np.ndarray] | None:
+        """The generation's vectors and the query's, if this search is ranked by meaning too."""
+        text = meaning(found.tree)
+        if not (self.settings.semantic_ranking and text):
+            return None
+        vectors = found.gen.vectors.get()
+        if vectors is None:  # the rebuild is still embedding this generation's papers
+            return None
+        query = shared_encoder().encode([text])[0]
+        found.deadline.check()
+        return vectors, query
+
+    @staticmethod
+    def _reordered(
+        scores: np.ndarray, tier: Mask, low: int, high: int, vectors: np.ndarray, query: np.ndarray
+    ) -> list[tuple[int, float]]:
+        """Places [low, high) of `tier`: its best lexical candidates ordered by the fused score
+        (ties to the lower document number), then the rest in lexical order, all scored alike."""
+        head = vectorized.top(scores, tier, 0, fusion.CANDIDATES)
+        tail = vectorized.top(scores, tier, fusion.CANDIDATES, high) if high > fusion.CANDIDATES else []
+        best = head[0][1]
+        docs = np.array([docnum for docnum, _ in head + tail], dtype=np.int64)
+        fused = fusion.fused_scores(scores[docs], best, vectors[docs], query)
+        order = np.concatenate([np.lexsort((docs[: len(head)], -fused[: len(head)])), np.arange(len(head), len(docs))])
+        return [(int(docs[i]), float(fused[i])) for i in order[low:high]]
 
     def _suggestion(self, found: _Found, request: SearchRequest) -> str | None:
         """A respelling of words no paper contains, if it finds more papers ("did you mean")."""

@@ -14,6 +14,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
+from searchsvc.backends.whoosh.semantic import GenerationVectors
 from searchsvc.backends.whoosh.vectorized import Postings
 from searchsvc.errors import IndexUnavailable
 
@@ -25,7 +26,7 @@ class OpenGeneration:
     generation after a swap finishes on it undisturbed.
     """
 
-    def __init__(self, hold: GenerationHold) -> None:
+    def __init__(self, hold: GenerationHold, vector_store: Path) -> None:
         self.path: Path = hold.path
         self.manifest: dict[str, Any] = hold.manifest
         self.stamp: PointerStamp | None = hold.stamp
@@ -53,6 +54,7 @@ class OpenGeneration:
             # Document numbers oldest first (the index itself is newest first).
             self.by_oldest = np.argsort(np.fromiter(reader.column_reader(OLDEST_RANK), dtype=np.int64))
             self.postings = Postings(self.searcher)
+            self.vectors = GenerationVectors(hold.path, vector_store)
         except Exception as exc:
             raise IndexUnavailable(f"cannot read index generation {hold.path.name}: {exc}") from exc
 
@@ -65,8 +67,9 @@ def _close(searcher: Searcher, hold: GenerationHold) -> None:
 class GenerationCache:
     """Hands out the published generation, checking the pointer (one stat) on every call."""
 
-    def __init__(self, store: GenerationStore) -> None:
+    def __init__(self, store: GenerationStore, vector_store: Path) -> None:
         self._store = store
+        self._vector_store = vector_store
         self._lock = threading.Lock()
         self._current: OpenGeneration | None = None
 
@@ -79,7 +82,7 @@ class GenerationCache:
             with self._lock:
                 if self._current is None or self._store.stamp() != self._current.stamp:
                     self._current = None  # drop our reference first: a failed open must not serve stale data
-                    self._current = OpenGeneration(self._store.hold_current())
+                    self._current = OpenGeneration(self._store.hold_current(), self._vector_store)
                 return self._current
         except OSError as exc:  # permissions, a damaged disk: the reason goes to /readyz, not a 500
             raise IndexUnavailable(f"cannot read the index in {self._store.root}: {exc}") from exc

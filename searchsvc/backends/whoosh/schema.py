@@ -38,7 +38,7 @@ FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "fa
 # document order itself (see indexing.write_index).
 OLDEST_RANK = "oldest_rank"
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 6: content keys beside the index (semantic.KEYS_FILE)
 
 
 class SnowballStemFilter(Filter):

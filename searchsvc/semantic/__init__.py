@@ -1,0 +1,1 @@
+"""Semantic ranking: sentence embeddings of papers and queries, fused with the lexical score."""

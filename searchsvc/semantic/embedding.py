@@ -1,0 +1,63 @@
+"""Bringing the vector store up to date with a collection: embed what is new, drop what is gone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import numpy as np
+
+from searchsvc.semantic.encoder import DIMENSIONS, Encoder
+from searchsvc.semantic.store import KEY_BYTES, StoredVectors, load, save
+
+# Given a phase ("reading", "indexing", "embedding") and its total if known, returns a context
+# manager yielding an advance(n) callable.
+ProgressFactory = Callable[[str, int | None], AbstractContextManager[Callable[[int], None]]]
+CHUNK = 256  # papers embedded between two progress reports
+
+
+def embed_new(
+    path: Path,
+    keys: Sequence[bytes],
+    text: Callable[[int], str],
+    encoder: Callable[[], Encoder],
+    progress: ProgressFactory,
+) -> int:
+    """Make the store at `path` hold a vector for each of `keys` (and nothing else); return how
+    many had to be embedded. `text(i)` is the text of `keys[i]`."""
+    stored = load(path)
+    rows = stored.rows()
+    vectors = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
+    missing = []
+    for i, key in enumerate(keys):
+        if key in rows:
+            vectors[i] = stored.vectors[rows[key]]
+        else:
+            missing.append(i)
+    wanted = np.array(keys, dtype=f"S{KEY_BYTES}")
+    if not missing and np.array_equal(wanted, stored.keys):
+        return 0  # nothing new: readers keep the file they have loaded
+    if missing:
+        model = encoder()
+        with progress("embedding", len(missing)) as advance:
+            for start in range(0, len(missing), CHUNK):
+                chunk = missing[start : start + CHUNK]
+                vectors[chunk] = model.encode([text(i) for i in chunk])
+                advance(len(chunk))
+    save(path, StoredVectors(wanted, vectors))
+    return len(missing)
+
+
+def aligned(stored: StoredVectors, keys: np.ndarray) -> np.ndarray | None:
+    """The stored vectors in the order of `keys`, or None if any key has no vector yet."""
+    if len(keys) == 0:
+        return np.empty((0, DIMENSIONS), dtype=np.float16)
+    if len(stored.keys) == 0:
+        return None
+    order = np.argsort(stored.keys)
+    sorted_keys = stored.keys[order]
+    at = np.searchsorted(sorted_keys, keys).clip(max=len(sorted_keys) - 1)
+    if not np.array_equal(sorted_keys[at], keys):
+        return None
+    return stored.vectors[order[at]]
