@@ -21,7 +21,8 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 # Paper vectors by content, shared by every benchmark run (git-ignored): a corpus is embedded
-# once, on its first run (docs/performance.md gives that cost separately).
+# on its first run (docs/performance.md gives that cost separately); the store keeps the
+# vectors of the last corpus rebuilt, so a run on another corpus embeds again.
 VECTOR_STORE = REPO / "bench" / ".vectors"
 SAMPLE_EVERY = 0.05  # seconds between two RSS samples of a process tree
 

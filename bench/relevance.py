@@ -17,7 +17,8 @@ over every judged query; a query the service rejects, or one that finds nothing,
 
 The service's default includes ranking by meaning, so each index embeds its papers (SciFact's
 5,183 abstracts take about 8 minutes on two cores). The vectors are kept by content in
-`--vector-store` (default `bench/.vectors/`, git-ignored), so later runs embed nothing;
+`--vector-store` (default `bench/.vectors/`, git-ignored; a folder per collection), so later
+runs embed nothing;
 `--vector-store ''` embeds afresh in each temporary index.
 
 With `--opensearch URLS` the service is also indexed on, and searched through, the
@@ -235,7 +236,9 @@ def evaluate_collection(
     if missing:
         raise SystemExit(f"{collection.name}: judged queries without text: {sorted(missing)[:5]}")
     result = CollectionResult(collection.name, len(records), skipped, len(queries))
-    backends: dict[str, dict[str, Any]] = {"searchsvc": {"vector_store": vector_store}}
+    # A store per collection: a rebuild keeps only its own papers' vectors in the store it uses.
+    store = str(Path(vector_store) / collection.name) if vector_store else ""
+    backends: dict[str, dict[str, Any]] = {"searchsvc": {"vector_store": store}}
     if opensearch:
         alias = f"relevance-{collection.name.lower()}"
         backends["searchsvc-opensearch"] = {
@@ -315,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--vector-store",
         default=str(VECTOR_STORE),
-        help="where paper vectors are kept between runs (default: %(default)s; '': nowhere)",
+        help="where paper vectors are kept between runs, a folder per collection (default: %(default)s; '': nowhere)",
     )
     args = parser.parse_args(argv)
     if args.corpus or args.queries or args.qrels:

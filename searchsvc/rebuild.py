@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -12,14 +11,10 @@ from typing import TypeVar
 from searchsvc.backends import Backend
 from searchsvc.errors import SearchsvcError
 from searchsvc.merging import merge_records
-from searchsvc.semantic.embedding import ProgressFactory
+from searchsvc.progress import ProgressFactory, no_progress
 from searchsvc.sources import discover, read_records
 
 T = TypeVar("T")
-
-
-def no_progress(phase: str, total: int | None) -> AbstractContextManager[Callable[[int], None]]:
-    return nullcontext(lambda n: None)
 
 
 @dataclass

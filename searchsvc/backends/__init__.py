@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from searchsvc.merging import Collection
 from searchsvc.papers import Paper
+from searchsvc.progress import ProgressFactory
 from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
-from searchsvc.semantic.embedding import ProgressFactory
 from searchsvc.settings import Settings
 
 

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
 
+from searchsvc.progress import ProgressFactory
 from searchsvc.semantic.encoder import DIMENSIONS, Encoder
 from searchsvc.semantic.store import KEY_BYTES, StoredVectors, load, save
 
-# Given a phase ("reading", "indexing", "embedding") and its total if known, returns a context
-# manager yielding an advance(n) callable.
-ProgressFactory = Callable[[str, int | None], AbstractContextManager[Callable[[int], None]]]
 CHUNK = 256  # papers embedded between two progress reports
 
 
@@ -47,17 +44,3 @@ def embed_new(
                 advance(len(chunk))
     save(path, StoredVectors(wanted, vectors))
     return len(missing)
-
-
-def aligned(stored: StoredVectors, keys: np.ndarray) -> np.ndarray | None:
-    """The stored vectors in the order of `keys`, or None if any key has no vector yet."""
-    if len(keys) == 0:
-        return np.empty((0, DIMENSIONS), dtype=np.float16)
-    if len(stored.keys) == 0:
-        return None
-    order = np.argsort(stored.keys)
-    sorted_keys = stored.keys[order]
-    at = np.searchsorted(sorted_keys, keys).clip(max=len(sorted_keys) - 1)
-    if not np.array_equal(sorted_keys[at], keys):
-        return None
-    return stored.vectors[order[at]]

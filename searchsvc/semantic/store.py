@@ -8,8 +8,10 @@ atomically: a reader sees the old file or the new one, never a mix.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import numpy as np
 from searchsvc.semantic.encoder import DIMENSIONS, MODEL_ID
 
 KEY_BYTES = 16
+log = logging.getLogger(__name__)
 
 
 def paper_text(title: str, abstract: str) -> str:
@@ -43,12 +46,22 @@ def store_file(directory: Path) -> Path:
 
 
 def load(path: Path) -> StoredVectors:
-    """The stored vectors, or none if the file does not exist yet."""
+    """The stored vectors; none if the file does not exist yet, or cannot be read as a store
+    (then searches rank lexically, and the next rebuild embeds every paper and replaces it)."""
     try:
-        with np.load(path) as data:
-            return StoredVectors(data["keys"], data["vectors"])
+        with path.open("rb") as stream:  # np.load(path) would leak the file when it is not a zip
+            data = np.load(stream)
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive")
+            with data:
+                keys, vectors = data["keys"], data["vectors"]
+        if keys.dtype == f"S{KEY_BYTES}" and vectors.shape == (len(keys), DIMENSIONS):
+            return StoredVectors(keys, vectors)
     except FileNotFoundError:
-        return StoredVectors(np.empty(0, dtype=f"S{KEY_BYTES}"), np.empty((0, DIMENSIONS), dtype=np.float16))
+        pass
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        log.warning("ignoring the vector store %s: %s", path, exc)
+    return StoredVectors(np.empty(0, dtype=f"S{KEY_BYTES}"), np.empty((0, DIMENSIONS), dtype=np.float16))
 
 
 def save(path: Path, stored: StoredVectors) -> None:
@@ -64,3 +77,17 @@ def save(path: Path, stored: StoredVectors) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def aligned(stored: StoredVectors, keys: np.ndarray) -> np.ndarray | None:
+    """The stored vectors in the order of `keys`, or None if any key has no vector yet."""
+    if len(keys) == 0:
+        return np.empty((0, DIMENSIONS), dtype=np.float16)
+    if len(stored.keys) == 0:
+        return None
+    order = np.argsort(stored.keys)
+    sorted_keys = stored.keys[order]
+    at = np.searchsorted(sorted_keys, keys).clip(max=len(sorted_keys) - 1)
+    if not np.array_equal(sorted_keys[at], keys):
+        return None
+    return stored.vectors[order[at]]

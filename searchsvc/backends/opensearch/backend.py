@@ -38,9 +38,9 @@ from searchsvc.errors import IndexUnavailable, PaperNotFound, RebuildFailed, Reb
 from searchsvc.facet_listing import display_order, listing
 from searchsvc.merging import Collection
 from searchsvc.papers import Paper, fold
+from searchsvc.progress import ProgressFactory
 from searchsvc.query import Node, check_term_count, parse, required_words, words
 from searchsvc.search import FACETS, FacetLookup, FacetValue, Hit, SearchRequest, SearchResult
-from searchsvc.semantic.embedding import ProgressFactory
 from searchsvc.settings import Settings
 
 T = TypeVar("T")

@@ -30,10 +30,10 @@ from searchsvc.deadline import Deadline
 from searchsvc.errors import PaperNotFound, RebuildFailed
 from searchsvc.merging import Collection
 from searchsvc.papers import Paper
+from searchsvc.progress import ProgressFactory
 from searchsvc.query import Node, check_term_count, meaning, parse, words
 from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.semantic import fusion
-from searchsvc.semantic.embedding import ProgressFactory
 from searchsvc.semantic.encoder import shared_encoder
 from searchsvc.semantic.store import store_file
 from searchsvc.settings import Settings

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 import threading
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from whoosh.filedb.filestore import FileStorage
 from whoosh.searching import Searcher
 
-from searchsvc.semantic.embedding import ProgressFactory, aligned, embed_new
+from searchsvc.progress import ProgressFactory
+from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import shared_encoder
-from searchsvc.semantic.store import KEY_BYTES, content_key, load, paper_text
+from searchsvc.semantic.store import KEY_BYTES, aligned, content_key, load, paper_text
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
 
@@ -41,8 +43,7 @@ def embed_generation(generation: Path, store: Path, progress: ProgressFactory) -
     ix = FileStorage(str(generation), supports_mmap=False).open_index()
     try:
         with ix.searcher() as searcher:
-            texts = lambda docnum: text_of(searcher, docnum)  # noqa: E731
-            return embed_new(store, [bytes(key) for key in keys], texts, shared_encoder, progress)
+            return embed_new(store, [bytes(key) for key in keys], partial(text_of, searcher), shared_encoder, progress)
     finally:
         ix.close()
 
