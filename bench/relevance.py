@@ -16,7 +16,7 @@ over every judged query; a query the service rejects, or one that finds nothing,
     python bench/relevance.py --opensearch http://127.0.0.1:9200   # the OpenSearch backend too
 
 The service's default includes ranking by meaning, so each index embeds its papers (SciFact's
-5,183 abstracts take about 8 minutes on two cores). The vectors are kept by content in
+5,183 abstracts take about 7 minutes on two cores). The vectors are kept by content in
 `--vector-store` (default `bench/.vectors/`, git-ignored; a folder per collection), so later
 runs embed nothing;
 `--vector-store ''` embeds afresh in each temporary index.
