@@ -2,33 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from searchsvc.progress import ProgressFactory
 from searchsvc.semantic.encoder import DIMENSIONS, Encoder
-from searchsvc.semantic.store import KEY_BYTES, StoredVectors, load, lookup, save
+from searchsvc.semantic.store import StoredVectors, load, lookup, save
 
 CHUNK = 256  # papers embedded between two progress reports
 
 
 def embed_new(
     path: Path,
-    keys: Sequence[bytes],
+    keys: np.ndarray,
     text: Callable[[int], str],
     encoder: Callable[[], Encoder],
     progress: ProgressFactory,
 ) -> int:
-    """Make the store at `path` hold a vector for each of `keys` (and nothing else); return how
-    many had to be embedded. `text(i)` is the text of `keys[i]`."""
+    """Make the store at `path` hold a vector for each of `keys` (an array of content keys,
+    and nothing else); return how many had to be embedded. `text(i)` is the text of `keys[i]`."""
     stored = load(path)
-    wanted = np.array(keys, dtype=f"S{KEY_BYTES}")
-    rows, found = lookup(stored, wanted)
-    if found.all() and np.array_equal(wanted, stored.keys):
+    rows, found = lookup(stored, keys)
+    if found.all() and np.array_equal(keys, stored.keys):
         return 0  # nothing new: readers keep the file they have loaded
-    vectors = np.zeros((len(wanted), DIMENSIONS), dtype=np.float16)
+    vectors = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
     vectors[found] = stored.vectors[rows[found]]
     missing = np.flatnonzero(~found).tolist()
     if missing:
@@ -38,5 +37,5 @@ def embed_new(
                 chunk = missing[start : start + CHUNK]
                 vectors[chunk] = model.encode([text(i) for i in chunk])
                 advance(len(chunk))
-    save(path, StoredVectors(wanted, vectors))
+    save(path, StoredVectors(keys, vectors))
     return len(missing)

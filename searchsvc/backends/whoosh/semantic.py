@@ -43,7 +43,7 @@ def embed_generation(generation: Path, store: Path, progress: ProgressFactory) -
     ix = FileStorage(str(generation), supports_mmap=False).open_index()
     try:
         with ix.searcher() as searcher:
-            return embed_new(store, [bytes(key) for key in keys], partial(text_of, searcher), shared_encoder, progress)
+            return embed_new(store, keys, partial(text_of, searcher), shared_encoder, progress)
     finally:
         ix.close()
 
@@ -57,7 +57,7 @@ class GenerationVectors:
     """The vectors of one generation's papers, by document number, once every one is stored."""
 
     def __init__(self, generation: Path, store: Path) -> None:
-        self.keys: np.ndarray = np.load(generation / KEYS_FILE)
+        self._keys: np.ndarray = np.load(generation / KEYS_FILE)
         self._store = store
         self._lock = threading.Lock()
         self._stamp: tuple[int, int, int] | None = None
@@ -73,6 +73,6 @@ class GenerationVectors:
         if stamp != self._stamp:
             with self._lock:
                 if stamp != self._stamp:
-                    self._vectors = aligned(load(self._store), self.keys)
+                    self._vectors = aligned(load(self._store), self._keys)
                     self._stamp = stamp
         return self._vectors
