@@ -31,7 +31,7 @@ from whoosh.searching import Searcher
 
 from bench.mix import MixQuery
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS, OLDEST_RANK, build_schema, unstemmed_analyzer
-from searchsvc.papers import fold
+from searchsvc.core.text import fold
 
 FACET_LIMIT = 10
 

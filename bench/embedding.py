@@ -27,7 +27,7 @@ _CHILD = "--child"
 
 def measure(papers: int, queries: int) -> dict[str, Any]:
     """In this process: embed `papers` records, then `queries` queries one at a time."""
-    from searchsvc.query import meaning, parse
+    from searchsvc.core.query import meaning, parse
     from searchsvc.semantic.encoder import shared_encoder
     from searchsvc.semantic.store import paper_text
 

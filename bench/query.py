@@ -40,7 +40,7 @@ from bench.tantivy_ref import TantivySearcher
 from searchsvc.backends import Backend
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.search import SearchRequest
+from searchsvc.core.model import SearchRequest
 from searchsvc.settings import load_settings
 
 WARMUP = 40  # requests before measuring: imports, first searches of each worker

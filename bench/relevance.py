@@ -1,7 +1,7 @@
 """Ranking quality on test collections with human judgments: searchsvc against a BM25 reference.
 
 For each collection (a corpus JSON-lines file, a queries TSV and a qrels TSV) it builds an
-index with the real rebuild path (`searchsvc.rebuild.rebuild` and a `WhooshBackend`) in a
+index with the real rebuild path (`searchsvc.ingest.rebuild.rebuild` and a `WhooshBackend`) in a
 temporary directory, runs every judged query as `GET /api/search?q=...&per_page=100` does
 (the API's request validation, then `backend.search`, default parameters, top 100), and
 scores the same queries with a Lucene-style BM25 reference (`bm25s`, k1=0.9, b=0.4, title
@@ -46,9 +46,9 @@ from ir_measures import AP, RR, R, nDCG
 from opensearchpy import OpenSearch
 
 from searchsvc.backends import Backend, open_backend
-from searchsvc.errors import InvalidRequest, QuerySyntaxError
-from searchsvc.rebuild import rebuild
-from searchsvc.schemas import parse_search_request
+from searchsvc.core.errors import InvalidRequest, QuerySyntaxError
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.web.schemas import parse_search_request
 from searchsvc.settings import load_settings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

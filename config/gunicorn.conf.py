@@ -35,11 +35,11 @@ control_socket_disable = True
 accesslog = "-"
 errorlog = "-"
 # Escapes what requests put in the access log (header values), so no request forges a line.
-logger_class = "searchsvc.access_log.EscapingLogger"
+logger_class = "searchsvc.web.access_log.EscapingLogger"
 
 
 def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
     """Open the published index in each new worker before its first request, so no user waits for it."""
-    from searchsvc.app import open_index
+    from searchsvc.web.app import open_index
 
     open_index(worker.wsgi)

@@ -16,10 +16,10 @@ import click
 from tqdm import tqdm
 
 from searchsvc.backends import Backend, open_backend
-from searchsvc.errors import IndexUnavailable, InvalidRequest, SearchsvcError
-from searchsvc.rebuild import RebuildReport, rebuild
-from searchsvc.schemas import dump_search_result, parse_search_request
-from searchsvc.search import SORTS, SearchResult
+from searchsvc.core.errors import IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.ingest.rebuild import RebuildReport, rebuild
+from searchsvc.web.schemas import dump_search_result, parse_search_request
+from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.settings import Settings, load_settings
 
 _MARK = re.compile(r"<mark>(.*?)</mark>")

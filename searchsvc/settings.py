@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from searchsvc.errors import ConfigurationError
+from searchsvc.core.errors import ConfigurationError
 
 CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
 DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")

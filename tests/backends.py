@@ -16,7 +16,7 @@ from opensearchpy import OpenSearch
 
 from searchsvc import create_app
 from searchsvc.backends import open_backend
-from searchsvc.rebuild import rebuild
+from searchsvc.ingest.rebuild import rebuild
 from searchsvc.settings import Settings, load_settings
 
 BACKENDS = ("whoosh", "opensearch")

@@ -19,7 +19,7 @@ from opensearch_cluster import opensearch_cluster  # noqa: F401 (the session's 2
 
 from searchsvc import create_app
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.rebuild import rebuild
+from searchsvc.ingest.rebuild import rebuild
 from searchsvc.settings import Settings, load_settings
 
 REPO = Path(__file__).resolve().parent.parent

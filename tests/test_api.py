@@ -93,7 +93,7 @@ def test_health_readiness_and_security_headers(client: FlaskClient, seed_backend
 
 
 def test_a_worker_starts_without_an_index_and_says_why(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from searchsvc.app import open_index
+    from searchsvc.web.app import open_index
 
     app = app_for(tmp_path / "empty")
     open_index(app)  # gunicorn's post_worker_init hook: must not stop the worker from booting

@@ -10,9 +10,9 @@ from pathlib import Path
 import bibtexparser
 import pytest
 
-from searchsvc.export import EXPORT_FORMATS, bibtex_entry
-from searchsvc.papers import Paper
-from searchsvc.sources import read_records
+from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
+from searchsvc.core.paper import Paper
+from searchsvc.ingest.sources import read_records
 
 NASTY_TITLE = r"{unbalanced } } % & _ \ ~ ^ <script> #$ @misc{x,"
 _BIBTEX_SPECIALS = re.compile(r"[{}%&#$_~^\\]")

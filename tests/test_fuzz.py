@@ -17,8 +17,8 @@ from flask import Flask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from searchsvc.errors import QuerySyntaxError
-from searchsvc.query import parse
+from searchsvc.core.errors import QuerySyntaxError
+from searchsvc.core.query import parse
 
 pytestmark = pytest.mark.reliability
 

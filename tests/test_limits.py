@@ -7,8 +7,8 @@ from conftest import app_for
 from flask.testing import FlaskClient
 
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.deadline import CHECK_EVERY, Deadline
-from searchsvc.errors import SearchTimedOut
+from searchsvc.core.deadline import CHECK_EVERY, Deadline
+from searchsvc.core.errors import SearchTimedOut
 
 pytestmark = pytest.mark.reliability
 
@@ -63,7 +63,7 @@ def test_scoring_checks_the_clock_and_otherwise_ranks_as_whoosh(
 ) -> None:
     from whoosh import query
 
-    from searchsvc.backends.whoosh import bounded
+    from searchsvc.backends.whoosh import deadline_collectors as bounded
 
     monkeypatch.setattr(bounded, "CHECK_EVERY", 1)
     searcher = seed_backend._generations.get().searcher

@@ -4,9 +4,10 @@ import random
 
 from conftest import SEEDS, profile_page
 
-from searchsvc.merging import merge_records
-from searchsvc.papers import Paper, SourceLocation, normalise_title, paper_id_for_title
-from searchsvc.sources import discover, read_records
+from searchsvc.ingest.merging import merge_records
+from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.text import normalise_title
+from searchsvc.ingest.sources import discover, read_records
 
 BOTH = {
     "Compositional Embeddings Using Complementary Partitions for Memory-Efficient Recommendation Systems",

@@ -23,9 +23,9 @@ from opensearchpy import OpenSearch
 from searchsvc import create_app
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.backends.opensearch.backend import _Plan
-from searchsvc.errors import QueryRejected, RebuildFailed, RebuildInProgress
-from searchsvc.rebuild import rebuild
-from searchsvc.search import SearchRequest
+from searchsvc.core.errors import QueryRejected, RebuildFailed, RebuildInProgress
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.core.model import SearchRequest
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from searchsvc.page_links import SearchLinks, last_page, page_numbers, year_range_label
-from searchsvc.search import SearchRequest, SearchResult
+from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, year_range_label
+from searchsvc.core.model import SearchRequest, SearchResult
 
 
 def links(**wanted: object) -> SearchLinks:

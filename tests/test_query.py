@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.errors import QuerySyntaxError
-from searchsvc.query import (
+from searchsvc.core.errors import QuerySyntaxError
+from searchsvc.core.query import (
     AllOf,
     AnyOf,
     Group,

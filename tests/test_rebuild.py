@@ -12,9 +12,9 @@ from conftest import SEEDS, jsonl, process_holding_rebuild_lock, profile_page, s
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.backends.whoosh.generations import GenerationStore
-from searchsvc.errors import IndexUnavailable, RebuildFailed, RebuildInProgress, SourceFormatError
-from searchsvc.rebuild import rebuild
-from searchsvc.search import SearchRequest
+from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress, SourceFormatError
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.core.model import SearchRequest
 
 
 def titles(backend: WhooshBackend) -> set[str]:

@@ -9,9 +9,9 @@ import pytest
 from conftest import SEEDS, jsonl, settings_for
 
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.rebuild import rebuild
-from searchsvc.schemas import parse_search_request
-from searchsvc.search import SearchRequest, SearchResult
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.web.schemas import parse_search_request
+from searchsvc.core.model import SearchRequest, SearchResult
 
 
 def raw_seed_records() -> list[dict]:
@@ -222,7 +222,7 @@ def test_stored_markup_is_escaped_in_highlights(tmp_path: Path, write) -> None:
 
 
 def test_request_validation_names_each_bad_field(seed_backend: WhooshBackend) -> None:
-    from searchsvc.errors import InvalidRequest
+    from searchsvc.core.errors import InvalidRequest
 
     settings = seed_backend.settings
     with pytest.raises(InvalidRequest) as caught:

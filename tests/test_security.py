@@ -13,9 +13,9 @@ import pytest
 from conftest import REPO, SEEDS, app_for, settings_for
 from flask.testing import FlaskClient
 
-from searchsvc.access_log import escape_for_log
+from searchsvc.web.access_log import escape_for_log
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.rebuild import rebuild
+from searchsvc.ingest.rebuild import rebuild
 
 pytestmark = pytest.mark.reliability
 
@@ -41,7 +41,7 @@ def test_debug_mode_stays_off_whatever_the_environment_says(tmp_path: Path, monk
 def test_gunicorn_config_has_no_reload_or_debug() -> None:
     config = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
     assert not config.get("reload") and not config.get("spew") and not config.get("check_config")
-    assert config["logger_class"] == "searchsvc.access_log.EscapingLogger"
+    assert config["logger_class"] == "searchsvc.web.access_log.EscapingLogger"
     assert config["timeout"] > 0 and config["limit_request_line"] <= 8190
 
 

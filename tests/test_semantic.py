@@ -13,13 +13,13 @@ import pytest
 from conftest import app_for, jsonl, settings_for
 
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.errors import SearchsvcError
-from searchsvc.progress import no_progress
-from searchsvc.query import meaning, parse
-from searchsvc.rebuild import rebuild
-from searchsvc.search import SearchRequest
+from searchsvc.core.errors import SearchsvcError
+from searchsvc.core.progress import no_progress
+from searchsvc.core.query import meaning, parse
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.core.model import SearchRequest
 from searchsvc.semantic import encoder as encoder_module
-from searchsvc.semantic import fusion
+from searchsvc.core import fusion
 from searchsvc.semantic.encoder import Encoder, ModelUnavailable, model_dir, shared_encoder
 from searchsvc.semantic.store import load
 
@@ -181,7 +181,7 @@ def test_a_failed_embedding_leaves_the_new_generation_serving(
     records = [_record("chess", 2024, *ABOUT["chess"])]
     backend = build(records)
 
-    monkeypatch.setattr("searchsvc.backends.whoosh.semantic.shared_encoder", _no_model)
+    monkeypatch.setattr("searchsvc.backends.whoosh.generation_vectors.shared_encoder", _no_model)
     records.append(_record("cardio", 2020, *ABOUT["cardio"]))
     source = backend.settings.index_dir.parent / "sources" / "papers.jsonl"
     source.write_text(jsonl(records), encoding="utf-8")

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_ACL, jsonl
 
-from searchsvc.errors import SourceFormatError
-from searchsvc.papers import paper_id_for_title
-from searchsvc.sources.jsonl import read_jsonl
+from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.paper import paper_id_for_title
+from searchsvc.ingest.jsonl import read_jsonl
 
 RECORD = {
     "id": "2016.acl-1.1",

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from conftest import SEEDS, profile_page
 
-from searchsvc.errors import SearchsvcError, SourceFormatError
-from searchsvc.papers import paper_id_for_title
-from searchsvc.sources import discover, read_records
-from searchsvc.sources.profile import read_profile
+from searchsvc.core.errors import SearchsvcError, SourceFormatError
+from searchsvc.core.paper import paper_id_for_title
+from searchsvc.ingest.sources import discover, read_records
+from searchsvc.ingest.profile import read_profile
 
 GOOD = ("arXiv2021", "A Title", "An abstract.", "cs.LG↗")
 

@@ -16,9 +16,9 @@ from conftest import SEEDS, app_for, jsonl, settings_for
 from flask.testing import FlaskClient
 
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.rebuild import rebuild
-from searchsvc.search import FacetValue
-from searchsvc.year_histogram import CHART_HEIGHT, year_histogram
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.core.model import FacetValue
+from searchsvc.web.year_histogram import CHART_HEIGHT, year_histogram
 
 
 def page(client: FlaskClient, url: str, status: int = 200) -> str:

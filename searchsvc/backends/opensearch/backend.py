@@ -34,13 +34,14 @@ from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, T
 from searchsvc.backends.opensearch.querying import MATCH_ALL, WORDS, Dsl, all_of, filters, translate, year_range
 from searchsvc.backends.opensearch.spelling import respell
 from searchsvc.backends.whoosh.highlighting import SNIPPET_CHARS, opening  # the same snippet on both backends
-from searchsvc.errors import IndexUnavailable, PaperNotFound, RebuildFailed, RebuildInProgress
-from searchsvc.facet_listing import display_order, listing
-from searchsvc.merging import Collection
-from searchsvc.papers import Paper, fold
-from searchsvc.progress import ProgressFactory
-from searchsvc.query import Node, check_term_count, parse, required_words, words
-from searchsvc.search import FACETS, FacetLookup, FacetValue, Hit, SearchRequest, SearchResult
+from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed, RebuildInProgress
+from searchsvc.core.facet_order import display_order, listing
+from searchsvc.ingest.merging import Collection
+from searchsvc.core.paper import Paper
+from searchsvc.core.text import fold
+from searchsvc.core.progress import ProgressFactory
+from searchsvc.core.query import Node, check_term_count, parse, required_words, words
+from searchsvc.core.model import FACETS, FacetLookup, FacetValue, Hit, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
-from searchsvc.errors import IndexUnavailable, QueryRejected, QuerySyntaxError, QueryTooBroad, SearchTimedOut
+from searchsvc.core.errors import IndexUnavailable, QueryRejected, QuerySyntaxError, QueryTooBroad, SearchTimedOut
 from searchsvc.settings import Settings
 
 

@@ -1,4 +1,4 @@
-"""The query tree (searchsvc.query) → OpenSearch query DSL, with the Whoosh backend's meaning.
+"""The query tree (searchsvc.core.query) → OpenSearch query DSL, with the Whoosh backend's meaning.
 
 Words search the stemmed title and abstract together (`cross_fields`: one blended word
 statistic over both fields, the best field's score plus a share of the other's); phrases
@@ -12,9 +12,9 @@ import re
 from typing import Any, Literal
 
 from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED, TEXT_FIELDS, WORD_PATTERN
-from searchsvc.papers import fold
-from searchsvc.query import AllOf, Group, Node, Not, Phrase, Prefix, Word, Years, query_error, split_group
-from searchsvc.search import SearchRequest
+from searchsvc.core.text import fold
+from searchsvc.core.query import AllOf, Group, Node, Not, Phrase, Prefix, Word, Years, query_error, split_group
+from searchsvc.core.model import SearchRequest
 
 Dsl = dict[str, Any]
 _Parts = Literal["any", "all", "phrase"]

@@ -15,25 +15,25 @@ from typing import Any
 import numpy as np
 from whoosh import index, query
 
-from searchsvc.backends.whoosh import vectorized
-from searchsvc.backends.whoosh.bounded import all_scored, top_scored
+from searchsvc.backends.whoosh import word_scores
+from searchsvc.backends.whoosh.deadline_collectors import all_scored, top_scored
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
-from searchsvc.backends.whoosh.reading import GenerationCache, OpenGeneration
+from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION, SEARCH_FIELDS
-from searchsvc.backends.whoosh.semantic import embed_generation, write_content_keys
+from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.spelling import correct_spelling
-from searchsvc.deadline import Deadline
-from searchsvc.errors import PaperNotFound, RebuildFailed
-from searchsvc.merging import Collection
-from searchsvc.papers import Paper
-from searchsvc.progress import ProgressFactory
-from searchsvc.query import Node, check_term_count, meaning, parse, words
-from searchsvc.search import FacetLookup, Hit, SearchRequest, SearchResult
-from searchsvc.semantic import fusion
+from searchsvc.core.deadline import Deadline
+from searchsvc.core.errors import PaperNotFound, RebuildFailed
+from searchsvc.ingest.merging import Collection
+from searchsvc.core.paper import Paper
+from searchsvc.core.progress import ProgressFactory
+from searchsvc.core.query import Node, check_term_count, meaning, parse, words
+from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
+from searchsvc.core import fusion
 from searchsvc.semantic.encoder import shared_encoder
 from searchsvc.semantic.store import store_file
 from searchsvc.settings import Settings
@@ -201,19 +201,19 @@ class WhooshBackend:
             if tree is None
             else QueryCompiler(gen.searcher.reader(), self.settings.max_wildcard_terms).compile(tree)
         )
-        words_plan = None if compiled is None else vectorized.plan(compiled, gen.searcher)
+        words_plan = None if compiled is None else word_scores.plan(compiled, gen.searcher)
         scored = None
         if compiled is None:
             matched = gen.all_docs
         elif words_plan is not None:
-            scored = vectorized.score(words_plan, gen.postings, gen.searcher, deadline.check)
+            scored = word_scores.score(words_plan, gen.postings, gen.searcher, deadline.check)
             matched = scored.matched
         else:
             docs, scores = all_scored(gen.searcher, compiled.scored, deadline)
             matched = _mask(gen, docs)
             dense = np.zeros(len(matched), dtype=np.float64)
             dense[docs] = scores
-            scored = vectorized.Scored(matched, dense, None)
+            scored = word_scores.Scored(matched, dense, None)
         filters = gen.facets.filters(request)
         deadline.check()
         allowed = intersect(matched, list(filters.values()))
@@ -245,7 +245,7 @@ class WhooshBackend:
             if low < high:
                 assert found.scored is not None  # set for every query (compiled is not None)
                 if by_meaning is None:
-                    best = vectorized.top(found.scored.scores, tier, low, high)
+                    best = word_scores.top(found.scored.scores, tier, low, high)
                 else:
                     best = self._reordered(found.scored.scores, tier, low, high, *by_meaning)
                 ranked.extend((docnum, round(score, 4)) for docnum, score in best)
@@ -269,8 +269,8 @@ class WhooshBackend:
     ) -> list[tuple[int, float]]:
         """Places [low, high) of `tier`: its best lexical candidates ordered by the fused score
         (ties to the lower document number), then the rest in lexical order, all scored alike."""
-        head = vectorized.top(scores, tier, 0, fusion.CANDIDATES)
-        tail = vectorized.top(scores, tier, fusion.CANDIDATES, high) if high > fusion.CANDIDATES else []
+        head = word_scores.top(scores, tier, 0, fusion.CANDIDATES)
+        tail = word_scores.top(scores, tier, fusion.CANDIDATES, high) if high > fusion.CANDIDATES else []
         best = head[0][1]
         docs = np.array([docnum for docnum, _ in head + tail], dtype=np.int64)
         fused = fusion.fused_scores(scores[docs], best, vectors[docs], query)
@@ -321,7 +321,7 @@ class _Found:
     filters: Filters
     allowed: Mask  # ... and the filters let through
     deadline: Deadline  # of the request this match is for
-    scored: vectorized.Scored | None  # every match's score (None when browsing without a query)
+    scored: word_scores.Scored | None  # every match's score (None when browsing without a query)
 
     @cached_property
     def all_words(self) -> Mask:

@@ -20,8 +20,8 @@ import numpy.typing as npt
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
-from searchsvc.papers import fold
-from searchsvc.search import FACETS, FacetValue, SearchRequest
+from searchsvc.core.text import fold
+from searchsvc.core.model import FACETS, FacetValue, SearchRequest
 
 _WORD_START = re.compile(r"(?<!\w)\w")
 

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from searchsvc.errors import IndexUnavailable, RebuildInProgress
+from searchsvc.core.errors import IndexUnavailable, RebuildInProgress
 
 POINTER = "CURRENT"
 GENERATIONS = "generations"

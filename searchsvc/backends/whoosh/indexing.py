@@ -7,7 +7,7 @@ A multi-segment index numbers documents segment after segment, so document numbe
 follow the newest-first order that ranking ties and the `newest` sort rely on (see
 `write_index`). Whoosh's own `MpWriter` hands documents to whichever child is free, which
 loses that order, and merging its sub-segments afterwards costs more than it saves
-(../shared/WHOOSH-NOTES.md).
+(docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from whoosh.codec.base import Segment
 from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, build_schema
-from searchsvc.papers import Paper
+from searchsvc.core.paper import Paper, catalogue_key
 
 Progress = Callable[[int], None]
 # Each process writes at least this many papers. Forking and one more segment per search
@@ -37,12 +37,6 @@ _PROGRESS_EVERY = 500  # papers between two progress reports of a child
 PROCESSES: int | None = None  # writer processes at most; None: one per CPU core
 
 
-def date_key(paper: Paper, newest: bool) -> tuple[bool, int, str]:
-    """Sort key for newest- or oldest-first: undated papers last either way, ties by id."""
-    year = paper.year or 0
-    return (paper.year is None, -year if newest else year, paper.id)
-
-
 def write_index(directory: Path, papers: Iterable[Paper], memory_mb: int, progress: Progress) -> None:
     """Index `papers` into `directory`: one segment per process, committed once.
 
@@ -51,8 +45,8 @@ def write_index(directory: Path, papers: Iterable[Paper], memory_mb: int, progre
     relevance ties go to the newer paper, and sorting by newest is sorting by document
     number. Only the oldest-first position needs a column.
     """
-    ordered = sorted(papers, key=lambda paper: date_key(paper, newest=True))
-    oldest_rank = _ranks(sorted(range(len(ordered)), key=lambda i: date_key(ordered[i], newest=False)))
+    ordered = sorted(papers, key=lambda paper: catalogue_key(paper.year, paper.id))
+    oldest_rank = _ranks(sorted(range(len(ordered)), key=lambda i: catalogue_key(ordered[i].year, ordered[i].id, newest=False)))
     runs = _runs(len(ordered), PROCESSES or os.cpu_count() or 1)
     ix = index.create_in(str(directory), build_schema())
     try:

@@ -1,4 +1,4 @@
-"""The query tree (searchsvc.query) → Whoosh queries on this backend's fields.
+"""The query tree (searchsvc.core.query) → Whoosh queries on this backend's fields.
 
 Words search the stemmed title and abstract; phrases and wildcards their unstemmed twins,
 so `"embedding tables"` does not match "embedded table". Wildcards are expanded here
@@ -23,8 +23,8 @@ from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.highlighting import MatchedWords
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_B, FIELD_BOOSTS, K1, SEARCH_FIELDS
-from searchsvc.errors import QueryTooBroad
-from searchsvc.query import (
+from searchsvc.core.errors import QueryTooBroad
+from searchsvc.core.query import (
     AllOf,
     Group,
     Node,
@@ -308,7 +308,7 @@ class _Rounded(matching.WrappingMatcher):
     """Scores rounded to 1/SCORE_SCALE, so sums added in another order tie as they should.
 
     floor(x + 0.5) rather than round(): numpy computes the same operations bit for bit
-    (vectorized.py), and its round() is not Python's.
+    (word_scores.py), and its round() is not Python's.
     """
 
     def _replacement(self, newchild: Matcher) -> Matcher:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
-from searchsvc.search import SearchRequest, SearchResult
+from searchsvc.core.model import SearchRequest, SearchResult
 
 _LIST_FACETS = ("subject", "author")
 _PAGES_AROUND = 2  # page links shown either side of the current page

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from searchsvc.papers import Paper, normalise_title
+from searchsvc.core.paper import Paper
+from searchsvc.core.text import normalise_title
 
 
 @dataclass

@@ -14,9 +14,9 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
-from searchsvc.backends.whoosh.semantic import GenerationVectors
-from searchsvc.backends.whoosh.vectorized import Postings
-from searchsvc.errors import IndexUnavailable
+from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
+from searchsvc.backends.whoosh.word_scores import Postings
+from searchsvc.core.errors import IndexUnavailable
 
 
 class OpenGeneration:

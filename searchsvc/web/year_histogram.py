@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from searchsvc.search import FacetValue
+from searchsvc.core.model import FacetValue
 
 BAR_WIDTH = 10  # SVG user units per year; the picture is scaled to the sidebar's width
 BAR_GAP = 1  # space either side of a drawn bar, inside its clickable column

@@ -18,7 +18,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
 from marshmallow import Schema
 
-from searchsvc.schemas import ErrorSchema
+from searchsvc.web.schemas import ErrorSchema
 
 blueprint = Blueprint("openapi", __name__)
 _CONVERTER = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from searchsvc.backends import Backend
-from searchsvc.errors import SearchsvcError
-from searchsvc.merging import merge_records
-from searchsvc.progress import ProgressFactory, no_progress
-from searchsvc.sources import discover, read_records
+from searchsvc.core.errors import SearchsvcError
+from searchsvc.ingest.merging import merge_records
+from searchsvc.core.progress import ProgressFactory, no_progress
+from searchsvc.ingest.sources import discover, read_records
 
 T = TypeVar("T")
 

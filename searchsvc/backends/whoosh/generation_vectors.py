@@ -16,7 +16,7 @@ import numpy as np
 from whoosh.filedb.filestore import FileStorage
 from whoosh.searching import Searcher
 
-from searchsvc.progress import ProgressFactory
+from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import shared_encoder
 from searchsvc.semantic.store import KEY_BYTES, aligned, content_key, load, paper_text

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from searchsvc.errors import SourceFormatError
-from searchsvc.papers import Paper, SourceLocation, paper_id_for_title
-from searchsvc.sources.lines import numbered_lines
+from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.ingest.lines import numbered_lines
 
 _MIN_YEAR, _MAX_YEAR = 1000, 2999
 

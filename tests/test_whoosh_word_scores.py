@@ -9,9 +9,9 @@ import re
 import pytest
 from conftest import SHARED_ACL, settings_for
 
-from searchsvc.backends.whoosh import WhooshBackend, vectorized
-from searchsvc.rebuild import rebuild
-from searchsvc.search import SearchRequest
+from searchsvc.backends.whoosh import WhooshBackend, word_scores
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.core.model import SearchRequest
 
 pytestmark = pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")
 
@@ -62,7 +62,7 @@ def _view(backend: WhooshBackend, request: SearchRequest) -> tuple:
 def test_numpy_scores_match_whoosh_matchers(acl_backend, monkeypatch: pytest.MonkeyPatch) -> None:
     backend, records = acl_backend
     requests = _queries(records, 80)
-    plan = vectorized.plan
+    plan = word_scores.plan
     planned = []
     monkeypatch.setattr(vectorized, "plan", lambda *args: planned.append(plan(*args)) or planned[-1])
     fast = [_view(backend, r) for r in requests]
@@ -77,7 +77,7 @@ def test_plain_words_take_the_numpy_path_and_phrases_do_not(acl_backend) -> None
     backend, _ = acl_backend
     gen = backend._generations.get()
     from searchsvc.backends.whoosh.querying import QueryCompiler
-    from searchsvc.query import parse
+    from searchsvc.core.query import parse
 
     compiler = QueryCompiler(gen.searcher.reader(), 300)
     for q in (
@@ -87,15 +87,15 @@ def test_plain_words_take_the_numpy_path_and_phrases_do_not(acl_backend) -> None
         "a (pasted) sentence: yes",
         "title:parsing",
     ):
-        assert vectorized.plan(compiler.compile(parse(q)), gen.searcher) is not None, q
+        assert word_scores.plan(compiler.compile(parse(q)), gen.searcher) is not None, q
     for q in ('"machine translation"', "transl*", "neural -translation", "parsing year:2016", "a OR b"):
-        assert vectorized.plan(compiler.compile(parse(q)), gen.searcher) is None, q
+        assert word_scores.plan(compiler.compile(parse(q)), gen.searcher) is None, q
 
 
 def test_posting_cache_is_bounded(acl_backend) -> None:
     backend, _ = acl_backend
     gen = backend._generations.get()
-    postings = vectorized.Postings(gen.searcher, limit=50)
+    postings = word_scores.Postings(gen.searcher, limit=50)
     for word in (b"translat", b"pars", b"model", b"neural"):
         ids, weights = postings.get("abstract", word)
         assert len(ids) == len(weights) == gen.searcher.doc_frequency("abstract", word)
@@ -106,10 +106,10 @@ def test_pruning_no_longer_changes_scores(acl_backend) -> None:
     """Whoosh's collector prunes matchers as its top N fills; the coordination bonus used to
     recount the query's terms after each pruning, so a paper's score depended on when it was
     scored. Now the top N of the collector and the scores of every match agree."""
-    from searchsvc.backends.whoosh.bounded import all_scored, top_scored
+    from searchsvc.backends.whoosh.deadline_collectors import all_scored, top_scored
     from searchsvc.backends.whoosh.querying import QueryCompiler
-    from searchsvc.deadline import Deadline
-    from searchsvc.query import parse
+    from searchsvc.core.deadline import Deadline
+    from searchsvc.core.query import parse
 
     backend, _ = acl_backend
     gen = backend._generations.get()

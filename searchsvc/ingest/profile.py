@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from searchsvc.errors import SourceFormatError
-from searchsvc.papers import Paper, SourceLocation, paper_id_for_title
-from searchsvc.sources.lines import numbered_lines
+from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.ingest.lines import numbered_lines
 
 HEADER = "arXiv subjects"
 _ATTRIBUTION = re.compile(r"^Publications and source records attributed to (?P<name>.+?)\.?$")

@@ -9,7 +9,7 @@ from whoosh import collectors
 from whoosh.query import Query
 from whoosh.searching import Searcher
 
-from searchsvc.deadline import CHECK_EVERY, Deadline
+from searchsvc.core.deadline import CHECK_EVERY, Deadline
 
 
 def all_scored(searcher: Searcher, scored: Query, deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from searchsvc.app import service
-from searchsvc.openapi import Operation, documented
-from searchsvc.schemas import HealthSchema, StatusSchema
+from searchsvc.web.service import service
+from searchsvc.web.openapi import Operation, documented
+from searchsvc.web.schemas import HealthSchema, StatusSchema
 
 blueprint = Blueprint("health", __name__)
 

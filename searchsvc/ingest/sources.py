@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from searchsvc.errors import SearchsvcError, SourceFormatError
-from searchsvc.papers import Paper
-from searchsvc.sources.jsonl import read_jsonl
-from searchsvc.sources.profile import read_profile
+from searchsvc.core.errors import SearchsvcError, SourceFormatError
+from searchsvc.core.paper import Paper
+from searchsvc.ingest.jsonl import read_jsonl
+from searchsvc.ingest.profile import read_profile
 
 Reader = Callable[[Path, Callable[[str], None]], Iterator[Paper]]
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, Response, current_app
+from flask import Flask, Response
 
-from searchsvc.backends import Backend, open_backend
-from searchsvc.errors import SearchsvcError
-from searchsvc.settings import Settings, load_settings
+from searchsvc.backends import open_backend
+from searchsvc.core.errors import SearchsvcError
+from searchsvc.settings import load_settings
+from searchsvc.web import api, health, http_errors, openapi, ui
+from searchsvc.web.service import Service
 
 # The pages load their stylesheet, script and icon from this origin and nothing else: no inline
 # script or style (so injected markup cannot run), no framing, forms submit only here.
@@ -32,18 +33,8 @@ _SECURITY_HEADERS = {
 }
 
 
-@dataclass(frozen=True)
-class Service:
-    """What every route needs: the settings and the backend built from them."""
-
-    settings: Settings
-    backend: Backend
-
-
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The WSGI app; `config` overrides settings (defaults < config file < SEARCHSVC_* < config)."""
-    from searchsvc import api, health, http_errors, openapi, ui
-
     settings = load_settings(config)
     app = Flask(__name__)
     # Flask turns debug mode on from FLASK_DEBUG in the environment; a deployment's stray
@@ -58,11 +49,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     http_errors.init_app(app)
     app.after_request(_add_security_headers)
     return app
-
-
-def service() -> Service:
-    """The service of the app handling the current request."""
-    return current_app.extensions["searchsvc"]
 
 
 def open_index(app: Flask) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-_NON_WORD = re.compile(r"[\W_]+")
+from searchsvc.core.text import normalise_title
+
 _NON_SLUG = re.compile(r"[^0-9a-z]+")
 _SLUG_MAX_CHARS = 60
 
@@ -35,19 +37,36 @@ class Paper:
     authors: list[str] = field(default_factory=list)
     sources: list[SourceLocation] = field(default_factory=list)
 
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> Paper:
+        """A paper from the fields an engine stored for it (either engine stores the same ones)."""
+        return cls(
+            id=stored["id"],
+            title=stored["title"],
+            abstract=stored.get("abstract") or "",
+            year=stored.get("year"),
+            subjects=list(stored.get("subjects") or []),
+            authors=list(stored.get("authors") or []),
+        )
 
-def fold(text: str) -> str:
-    """Case- and accent-insensitive form of `text` (for matching names and titles)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    def stored(self) -> dict[str, Any]:
+        """The fields an engine stores and gives back for `from_stored`."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "abstract": self.abstract,
+            "year": self.year,
+            "subjects": self.subjects,
+            "authors": self.authors,
+        }
 
 
-def normalise_title(title: str) -> str:
-    """The title's words, case- and accent-folded, so trivial variants compare equal.
+def catalogue_key(year: int | None, paper_id: str, newest: bool = True) -> tuple[bool, int, str]:
+    """Newest- (or oldest-) first order: undated papers last either way, ties by id.
 
-    Letters of every script are kept: a title in Chinese or Greek must not normalise to ''.
+    Every engine breaks ranking ties by this order (newest first), so equal scores list alike.
     """
-    return " ".join(_NON_WORD.sub(" ", fold(title)).split())
+    return (year is None, -(year or 0) if newest else (year or 0), paper_id)
 
 
 def paper_id_for_title(title: str) -> str:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from searchsvc.errors import SearchTimedOut
+from searchsvc.core.errors import SearchTimedOut
 
 T = TypeVar("T")
 CHECK_EVERY = 4096  # documents between two looks at the clock: cheap, and well under a millisecond apart

@@ -14,7 +14,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from searchsvc.papers import Paper, fold
+from searchsvc.core.paper import Paper
+from searchsvc.core.text import fold
 
 _LIST_SEPARATOR = "; "
 _CSV_HEADER = ("id", "title", "year", "subjects", "authors", "abstract")
@@ -54,7 +55,7 @@ class ExportFormat:
 
 
 def _write_jsonl(papers: Iterable[Paper]) -> Iterator[str]:
-    """One JSON object a line, in the input record format of `searchsvc.sources.jsonl`."""
+    """One JSON object a line, in the input record format of `searchsvc.ingest.jsonl`."""
     for paper in papers:
         record = {
             "id": paper.id,

@@ -8,10 +8,10 @@ from flask import Blueprint, Response, jsonify, request
 from marshmallow import Schema
 from werkzeug.exceptions import NotFound
 
-from searchsvc.app import service
-from searchsvc.export import EXPORT_FORMATS
-from searchsvc.openapi import Operation, documented
-from searchsvc.schemas import (
+from searchsvc.web.service import service
+from searchsvc.core.export import EXPORT_FORMATS
+from searchsvc.web.openapi import Operation, documented
+from searchsvc.web.schemas import (
     ExportRequestSchema,
     FacetLookupRequestSchema,
     FacetLookupSchema,
@@ -21,7 +21,7 @@ from searchsvc.schemas import (
     SearchResultSchema,
     load_params,
 )
-from searchsvc.search import FACETS
+from searchsvc.core.model import FACETS
 
 blueprint = Blueprint("api", __name__, url_prefix="/api")
 

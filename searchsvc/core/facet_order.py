@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from searchsvc.search import FacetValue
+from searchsvc.core.model import FacetValue
 
 Value = str | int
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from searchsvc.errors import SourceFormatError
+from searchsvc.core.errors import SourceFormatError
 
 _BOM = "\ufeff"
 # The longest line a source may have. A paper record (title, abstract, a few hundred authors) is

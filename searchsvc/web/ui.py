@@ -11,13 +11,13 @@ from typing import Any
 from flask import Blueprint, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 
-from searchsvc.app import service
-from searchsvc.errors import InvalidRequest, QuerySyntaxError, SearchTimedOut
-from searchsvc.export import EXPORT_FORMATS, bibtex_entry
-from searchsvc.page_links import SearchLinks, last_page, page_numbers
-from searchsvc.schemas import TOO_LONG, SearchRequestSchema, load_params
-from searchsvc.search import SORTS, SearchRequest
-from searchsvc.year_histogram import year_histogram
+from searchsvc.web.service import service
+from searchsvc.core.errors import InvalidRequest, QuerySyntaxError, SearchTimedOut
+from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
+from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
+from searchsvc.web.schemas import TOO_LONG, SearchRequestSchema, load_params
+from searchsvc.core.model import SORTS, SearchRequest
+from searchsvc.web.year_histogram import year_histogram
 
 blueprint = Blueprint("ui", __name__)
 

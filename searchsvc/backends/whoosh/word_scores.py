@@ -7,7 +7,7 @@ a second at 30k papers). Here each word's postings are read as arrays (and kept 
 generation, bounded), and the same arithmetic as `_BM25FMatcher`, `_Coordination` and
 `_Rounded` runs over every matching paper at once. Any other query (phrases, wildcards,
 NOT, fields) goes through Whoosh unchanged. The two paths are tested to give the same
-results (tests/test_whoosh_vectorized.py).
+results (tests/test_whoosh_word_scores.py).
 """
 
 from __future__ import annotations

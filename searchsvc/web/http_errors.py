@@ -13,7 +13,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from searchsvc.errors import (
+from searchsvc.core.errors import (
     IndexUnavailable,
     InvalidRequest,
     PaperNotFound,

@@ -11,9 +11,9 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from searchsvc.errors import InvalidRequest
-from searchsvc.export import EXPORT_FORMATS
-from searchsvc.search import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
+from searchsvc.core.errors import InvalidRequest
+from searchsvc.core.export import EXPORT_FORMATS
+from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")

@@ -20,7 +20,7 @@ from typing import Union
 from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken, v_args
 from lark.exceptions import VisitError
 
-from searchsvc.errors import QuerySyntaxError, QueryTooBroad
+from searchsvc.core.errors import QuerySyntaxError, QueryTooBroad
 
 FIELDS = ("title", "abstract", "author", "subject", "year")
 TEXT_FIELDS = ("title", "abstract")  # what an unprefixed word searches

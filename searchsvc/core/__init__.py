@@ -1,0 +1,1 @@
+"""The engine-neutral core: the data model, the query language, text rules and the ranking policy."""

@@ -1,0 +1,1 @@
+"""Reading sources into papers, merging them, and the rebuild that publishes them."""

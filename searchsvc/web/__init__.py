@@ -1,0 +1,1 @@
+"""The HTTP edge: the app factory, routes, schemas, pages and error mapping."""
