@@ -43,7 +43,7 @@ def _queries(records: list[dict], count: int) -> list[SearchRequest]:
 
 @pytest.fixture(scope="module")
 def acl_backend(tmp_path_factory: pytest.TempPathFactory) -> tuple[WhooshBackend, list[dict]]:
-    work = tmp_path_factory.mktemp("vectorized")
+    work = tmp_path_factory.mktemp("word_scores")
     with SHARED_ACL.open(encoding="utf-8") as lines:
         records = [json.loads(line) for _, line in zip(range(3000), lines, strict=False)]
     source = work / "records.jsonl"
@@ -64,10 +64,10 @@ def test_numpy_scores_match_whoosh_matchers(acl_backend, monkeypatch: pytest.Mon
     requests = _queries(records, 80)
     plan = word_scores.plan
     planned = []
-    monkeypatch.setattr(vectorized, "plan", lambda *args: planned.append(plan(*args)) or planned[-1])
+    monkeypatch.setattr(word_scores, "plan", lambda *args: planned.append(plan(*args)) or planned[-1])
     fast = [_view(backend, r) for r in requests]
     assert sum(p is not None for p in planned) > 60
-    monkeypatch.setattr(vectorized, "plan", lambda compiled, searcher: None)
+    monkeypatch.setattr(word_scores, "plan", lambda compiled, searcher: None)
     slow = [_view(backend, r) for r in requests]
     for request, a, b in zip(requests, fast, slow, strict=True):
         assert a == b, request.q

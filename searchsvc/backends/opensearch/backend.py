@@ -33,12 +33,11 @@ from searchsvc.backends.opensearch.cluster import (
 from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, index_body
 from searchsvc.backends.opensearch.querying import MATCH_ALL, WORDS, Dsl, all_of, filters, translate, year_range
 from searchsvc.backends.opensearch.spelling import respell
-from searchsvc.backends.whoosh.highlighting import SNIPPET_CHARS, opening  # the same snippet on both backends
 from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed, RebuildInProgress
 from searchsvc.core.facet_order import display_order, listing
 from searchsvc.ingest.merging import Collection
 from searchsvc.core.paper import Paper
-from searchsvc.core.text import fold
+from searchsvc.core.text import fold, has_word_starting, opening
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, check_term_count, parse, required_words, words
 from searchsvc.core.model import FACETS, FacetLookup, FacetValue, Hit, SearchRequest, SearchResult
@@ -346,7 +345,7 @@ class OpenSearchBackend:
             value = bucket["key"] if name == "year" else bucket["shown"]["buckets"][0]["key"]
             counts[value] = counts.get(value, 0) + bucket["doc_count"]
         marked, _listed, _unknown = self._selection(name, aggs, request)
-        candidates = {value for value in {*counts, *marked} if _has_word_starting(str(value), wanted)}
+        candidates = {value for value in {*counts, *marked} if has_word_starting(str(value), wanted)}
         shown = sorted(candidates, key=display_order(counts, by_value=name == "year"))
         found = [FacetValue(value, counts.get(value, 0), value in marked) for value in shown[:limit]]
         return FacetLookup(name=name, prefix=prefix, values=found, truncated=len(shown) > limit)
@@ -609,7 +608,7 @@ def _escaped(fragment: str) -> str:
 def _snippet(highlighted: str, abstract: str) -> str:
     """Marked fragments with an ellipsis where words were cut off; else the escaped opening."""
     if not highlighted:
-        return escape(opening(abstract, SNIPPET_CHARS), quote=True)
+        return escape(opening(abstract), quote=True)
     plain = unescape(_MARK.sub("", highlighted))
     head = plain.split(" … ")[0]
     tail = plain.split(" … ")[-1]
@@ -673,14 +672,6 @@ def _suggesters(checks: list[tuple[int, int, str]]) -> Dsl:
 def _regexp_literal(text: str) -> str:
     """`text` as a literal in Lucene's regular expression syntax."""
     return "".join(f"\\{char}" if not char.isalnum() else char for char in text)
-
-
-_WORD_START = re.compile(r"(?<!\w)\w")
-
-
-def _has_word_starting(value: str, prefix: str) -> bool:
-    folded = fold(value)
-    return any(folded[m.start() :].startswith(prefix) for m in _WORD_START.finditer(folded))
 
 
 def _now() -> str:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from whoosh.analysis import STOP_WORDS
-
-from searchsvc.backends.whoosh.schema import FIELD_B, K1, SEARCH_FIELDS
+from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
 
 MAPPING_VERSION = 1
 TEXT_FIELDS = SEARCH_FIELDS
@@ -25,7 +23,6 @@ EXACT = "exact"  # subfield of title and abstract: unstemmed words
 FOLDED = "folded"  # subfield of subjects and authors: the value case- and accent-folded
 AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and display
 
-WORD_PATTERN = r"\w+(\.?\w+)*"  # whoosh.analysis.RegexTokenizer's default
 
 
 def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +41,7 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 },
                 "filter": {
                     "whoosh_stop": {"type": "stop", "stopwords": sorted(STOP_WORDS)},
-                    "at_least_two": {"type": "length", "min": 2},  # Whoosh's StopFilter(minsize=2)
+                    "at_least_two": {"type": "length", "min": MIN_WORD_CHARS},
                     "english_snowball": {"type": "snowball", "language": "English"},
                 },
                 "analyzer": {

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED, TEXT_FIELDS, WORD_PATTERN
+from searchsvc.backends.analysis import WORD_PATTERN
+from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED, TEXT_FIELDS
 from searchsvc.core.text import fold
 from searchsvc.core.query import AllOf, Group, Node, Not, Phrase, Prefix, Word, Years, query_error, split_group
 from searchsvc.core.model import SearchRequest

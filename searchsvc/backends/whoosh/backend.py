@@ -23,17 +23,20 @@ from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstr
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
-from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION, SEARCH_FIELDS
+from searchsvc.backends.analysis import SEARCH_FIELDS
+from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
-from searchsvc.backends.whoosh.spelling import correct_spelling
+from searchsvc.backends.whoosh.spelling import respelling
+from searchsvc.backends.whoosh.spelling import unstemmed_tokens as _unstemmed_tokens
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
 from searchsvc.ingest.merging import Collection
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import Node, check_term_count, meaning, parse, words
+from searchsvc.core.query import Node, check_term_count, meaning, parse
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
-from searchsvc.core import fusion
+from searchsvc.core import spelling
+from searchsvc.core.ranking import Candidates, rank_page, related_order
 from searchsvc.semantic.encoder import shared_encoder
 from searchsvc.semantic.store import store_file
 from searchsvc.settings import Settings
@@ -157,7 +160,7 @@ class WhooshBackend:
         found = self._match(request, self._deadline())
         ranked = self._rank(found, replace(request, page=1, per_page=limit))
         found.deadline.check()
-        return [_paper(found.gen.searcher.stored_fields(docnum)) for docnum, _ in ranked]
+        return [Paper.from_stored(found.gen.searcher.stored_fields(docnum)) for docnum, _ in ranked]
 
     def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
         found = self._match(request, self._deadline())
@@ -166,16 +169,31 @@ class WhooshBackend:
 
     def paper(self, paper_id: str) -> Paper:
         gen = self._generations.get()
-        return _paper(gen.searcher.stored_fields(_docnum(gen, paper_id)))
+        return Paper.from_stored(gen.searcher.stored_fields(_docnum(gen, paper_id)))
 
     def related(self, paper_id: str, limit: int) -> list[Hit]:
-        """Papers sharing the paper's most distinctive words (more-like-this)."""
+        """The papers nearest in meaning to this one among the whole collection (the generation's
+        vectors, scanned with numpy); while they are pending or ranking by meaning is off, those
+        sharing its most distinctive words (more-like-this). Its key words are highlighted."""
         gen = self._generations.get()
+        deadline = self._deadline()
         docnum = _docnum(gen, paper_id)
         stored = gen.searcher.stored_fields(docnum)
         key_terms = gen.searcher.key_terms_from_text(
             "abstract", f"{stored['title']} {stored['abstract']}", numterms=RELATED_KEY_TERMS
         )
+        vectors = gen.vectors.get() if self.settings.semantic_ranking else None
+        if vectors is not None:
+            nearest = related_order(vectors, vectors[docnum], limit, exclude=docnum)
+        else:
+            nearest = self._more_like_this(gen, docnum, key_terms, limit, deadline)
+        deadline.check()
+        words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
+        return [self._hit(gen, other, round(score, 4), words) for other, score in nearest]
+
+    def _more_like_this(
+        self, gen: OpenGeneration, docnum: int, key_terms: list[tuple[str, float]], limit: int, deadline: Deadline
+    ) -> list[tuple[int, float]]:
         like = query.Or(
             [
                 query.Term(field, term, boost=weight * FIELD_BOOSTS[field])
@@ -183,10 +201,8 @@ class WhooshBackend:
                 for field in SEARCH_FIELDS
             ]
         )
-        # One more than asked, then the paper itself dropped: as `mask={docnum}`, under the deadline.
-        top = [(s, d) for s, d in top_scored(gen.searcher, like, limit + 1, self._deadline()) if d != docnum][:limit]
-        words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
-        return [self._hit(gen, other, round(score, 4), words) for score, other in top]
+        # One more than asked, then the paper itself dropped, under the deadline.
+        return [(d, s) for s, d in top_scored(gen.searcher, like, limit + 1, deadline) if d != docnum][:limit]
 
     def _deadline(self) -> Deadline:
         return Deadline(self.settings.search_time_limit_ms)
@@ -220,12 +236,10 @@ class WhooshBackend:
         return _Found(gen, tree, compiled, matched, filters, allowed, deadline, scored)
 
     def _rank(self, found: _Found, request: SearchRequest) -> list[tuple[int, float | None]]:
-        """The requested page as (docnum, score).
+        """The requested page as (docnum, score), by the core ranking policy.
 
-        By relevance, papers matching all words of a group come first, then those matching
-        some; within each tier the score decides, and ties go to the newer paper, then the
-        id: document numbers are in newest-first order (see indexing.write_index), and the
-        lower document number wins among equal scores, as in Whoosh's top-N collector.
+        Document numbers are in newest-first catalogue order (see indexing.write_index), so
+        sorting by newest is document order, and a document number is its own tie rank.
         """
         gen, compiled = found.gen, found.compiled
         if compiled is None or request.sort != "relevance":
@@ -235,68 +249,38 @@ class WhooshBackend:
                 page = np.flatnonzero(found.allowed)[request.start : request.end]
             return [(int(docnum), None) for docnum in page]
         tiers = [found.allowed] if compiled.required is None else [found.all_words, found.allowed & ~found.all_words]
-        by_meaning = self._meaning(found)
-        ranked: list[tuple[int, float | None]] = []
-        offset = 0
-        for tier in tiers:
-            size = int(np.count_nonzero(tier))
-            low, high = max(request.start - offset, 0), min(request.end - offset, size)
-            offset += size
-            if low < high:
-                assert found.scored is not None  # set for every query (compiled is not None)
-                if by_meaning is None:
-                    best = word_scores.top(found.scored.scores, tier, low, high)
-                else:
-                    best = self._reordered(found.scored.scores, tier, low, high, *by_meaning)
-                ranked.extend((docnum, round(score, 4)) for docnum, score in best)
-        return ranked
+        sizes = [int(np.count_nonzero(tier)) for tier in tiers]
+        source = _TierCandidates(found, tiers)
+        ranked = rank_page(sizes, request.start, request.end, source, self._meaning(found), found.deadline)
+        return [(docnum, round(score, 4)) for docnum, score in ranked]
 
-    def _meaning(self, found: _Found) -> tuple[np.ndarray, np.ndarray] | None:
-        """The generation's vectors and the query's, if this search is ranked by meaning too."""
+    def _meaning(self, found: _Found) -> Callable[[], np.ndarray] | None:
+        """The query's vector, if this search is ranked by meaning too (computed when needed)."""
         text = meaning(found.tree)
-        if not (self.settings.semantic_ranking and text):
-            return None
-        vectors = found.gen.vectors.get()
-        if vectors is None:  # the rebuild is still embedding this generation's papers
-            return None
-        query = shared_encoder().encode([text])[0]
-        found.deadline.check()
-        return vectors, query
-
-    @staticmethod
-    def _reordered(
-        scores: np.ndarray, tier: Mask, low: int, high: int, vectors: np.ndarray, query: np.ndarray
-    ) -> list[tuple[int, float]]:
-        """Places [low, high) of `tier`: its best lexical candidates ordered by the fused score
-        (ties to the lower document number), then the rest in lexical order, all scored alike."""
-        head = word_scores.top(scores, tier, 0, fusion.CANDIDATES)
-        tail = word_scores.top(scores, tier, fusion.CANDIDATES, high) if high > fusion.CANDIDATES else []
-        best = head[0][1]
-        docs = np.array([docnum for docnum, _ in head + tail], dtype=np.int64)
-        fused = fusion.fused_scores(scores[docs], best, vectors[docs], query)
-        order = np.concatenate([np.lexsort((docs[: len(head)], -fused[: len(head)])), np.arange(len(head), len(docs))])
-        return [(int(docs[i]), float(fused[i])) for i in order[low:high]]
+        if not (self.settings.semantic_ranking and text) or found.gen.vectors.get() is None:
+            return None  # off, nothing to mean, or the rebuild is still embedding this generation
+        return lambda: shared_encoder().encode([text])[0]
 
     def _suggestion(self, found: _Found, request: SearchRequest) -> str | None:
         """A respelling of words no paper contains, if it finds more papers ("did you mean")."""
         reader = found.gen.searcher.reader()
-        respelled = {}
-        for word in words(found.tree):
-            if word.field in (None, *SEARCH_FIELDS):
-                better = correct_spelling(reader, word.text)
-                if better is not None:
-                    respelled[word.start, word.end] = better
-        if not respelled:
+        respellings = {}
+        for check in spelling.checks(found.tree, _unstemmed_tokens):
+            found.deadline.check()
+            better = respelling(reader, check.word)
+            if better is not None:
+                respellings[check] = better
+        corrected = spelling.respelled_query(request.q, respellings)
+        if corrected is None:
             return None
-        corrected = request.q
-        for (start, end), better in sorted(respelled.items(), reverse=True):
-            corrected = corrected[:start] + better + corrected[end:]
         alternative = self._match(replace(request, q=corrected), found.deadline)
-        finds_more = np.count_nonzero(alternative.all_words) > np.count_nonzero(found.all_words)
+        finds_more = spelling.worth_offering(
+            int(np.count_nonzero(alternative.all_words)), int(np.count_nonzero(found.all_words))
+        )
         return corrected if finds_more else None
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
-        paper = _paper(gen.searcher.stored_fields(docnum))
+        paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
         return Hit(
             id=paper.id,
             title=paper.title,
@@ -310,6 +294,22 @@ class WhooshBackend:
                 "abstract": highlight_abstract(paper.abstract, words),
             },
         )
+
+
+class _TierCandidates:
+    """A search's tiers as the core ranking policy asks for them: places in lexical order."""
+
+    def __init__(self, found: _Found, tiers: list[Mask]) -> None:
+        self._found = found
+        self._tiers = tiers
+
+    def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[int]:
+        assert self._found.scored is not None  # set for every query
+        best = word_scores.top(self._found.scored.scores, self._tiers[tier], low, high)
+        docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
+        scores = np.array([score for _, score in best], dtype=np.float64)
+        vectors = self._found.gen.vectors.get() if with_vectors else None
+        return Candidates(docs.tolist(), scores, docs, None if vectors is None else vectors[docs])
 
 
 @dataclass(frozen=True)
@@ -346,12 +346,3 @@ def _docnum(gen: OpenGeneration, paper_id: str) -> int:
     return docnum
 
 
-def _paper(stored: dict[str, Any]) -> Paper:
-    return Paper(
-        id=stored["id"],
-        title=stored["title"],
-        abstract=stored["abstract"],
-        year=stored.get("year"),
-        subjects=list(stored.get("subjects") or []),
-        authors=list(stored.get("authors") or []),
-    )

@@ -19,10 +19,10 @@ from whoosh.highlight import ContextFragmenter, Formatter, Fragment, WholeFragme
 from whoosh.support.charset import accent_map
 
 from searchsvc.backends.whoosh.schema import stem
+from searchsvc.core.text import ELLIPSIS as _ELLIPSIS
+from searchsvc.core.text import SNIPPET_CHARS, opening
 
-SNIPPET_CHARS = 240  # the abstract snippet: about three lines of a result list
 SNIPPET_FRAGMENTS = 2
-_ELLIPSIS = "…"
 
 
 class MarkFormatter(Formatter):
@@ -124,11 +124,4 @@ def highlight_abstract(abstract: str, words: MatchedWords) -> str:
     marked = (
         highlight(abstract, {_MATCH}, words.analyzer(), fragmenter, _FORMATTER, top=SNIPPET_FRAGMENTS) if words else ""
     )
-    return marked or escape(opening(abstract, SNIPPET_CHARS), quote=True)
-
-
-def opening(text: str, limit: int) -> str:
-    """The first `limit` characters of `text`, cut at a word boundary."""
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0].rstrip(",.;:") + _ELLIPSIS
+    return marked or escape(opening(abstract), quote=True)

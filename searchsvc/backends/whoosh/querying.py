@@ -22,7 +22,8 @@ from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.highlighting import MatchedWords
-from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_B, FIELD_BOOSTS, K1, SEARCH_FIELDS
+from searchsvc.backends.analysis import FIELD_B, K1, SEARCH_FIELDS
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_BOOSTS
 from searchsvc.core.errors import QueryTooBroad
 from searchsvc.core.query import (
     AllOf,

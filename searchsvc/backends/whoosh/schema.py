@@ -19,14 +19,13 @@ from whoosh.columns import NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.support.charset import accent_map
 
-# Fields a free-text query searches, and how much a match in each counts.
-SEARCH_FIELDS = ("title", "abstract")
+from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
+
+# How much a match in each searched field (analysis.SEARCH_FIELDS) counts.
 FIELD_BOOSTS = {"title": 4.0, "abstract": 1.0}
 # BM25F (querying.WordInFields): a word's occurrences in title and abstract are weighed
-# (FIELD_BOOSTS), each normalised by its field's length (FIELD_B), summed, and saturated
-# once (K1). Chosen by docs/relevance.md's measurements; applied at query time.
-FIELD_B = {"title": 0.9, "abstract": 0.75}
-K1 = 1.6
+# (FIELD_BOOSTS), each normalised by its field's length (analysis.FIELD_B), summed, and
+# saturated once (analysis.K1); applied at query time.
 # The same text unstemmed, for exact phrases, wildcards and spelling suggestions.
 EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
 
@@ -38,7 +37,7 @@ FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "fa
 # document order itself (see indexing.write_index).
 OLDEST_RANK = "oldest_rank"
 
-SCHEMA_VERSION = 6  # 6: content keys beside the index (semantic.KEYS_FILE)
+SCHEMA_VERSION = 6  # 6: content keys beside the index (generation_vectors.KEYS_FILE)
 
 
 class SnowballStemFilter(Filter):
@@ -83,12 +82,18 @@ def stem(word: str) -> str:
 
 def text_analyzer() -> Analyzer:
     """Words, lowercased, accents folded, stop words dropped, Snowball-stemmed."""
-    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map) | StopFilter() | SnowballStemFilter()
+    return (
+        RegexTokenizer(WORD_PATTERN)
+        | LowercaseFilter()
+        | CharsetFilter(accent_map)
+        | StopFilter(STOP_WORDS, minsize=MIN_WORD_CHARS)
+        | SnowballStemFilter()
+    )
 
 
 def unstemmed_analyzer() -> Analyzer:
     """Words case- and accent-folded but kept whole: exact phrases, names ("Müller" finds "muller")."""
-    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map)
+    return RegexTokenizer(WORD_PATTERN) | LowercaseFilter() | CharsetFilter(accent_map)
 
 
 def value_analyzer() -> Analyzer:

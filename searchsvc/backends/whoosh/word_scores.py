@@ -36,7 +36,7 @@ from searchsvc.backends.whoosh.querying import (
     field_b,
     idf,
 )
-from searchsvc.backends.whoosh.schema import K1
+from searchsvc.backends.analysis import K1
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]

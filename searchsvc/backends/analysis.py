@@ -1,0 +1,23 @@
+"""How both engines read text and score it, so a query means and ranks the same on either.
+
+The Whoosh schema and the OpenSearch mapping are each built from these: the same word
+pattern, stop words, searched fields and BM25 parameters (docs/relevance.md says how they
+were chosen). Field boosts differ by engine because the engines combine fields differently.
+"""
+
+from __future__ import annotations
+
+from searchsvc.core.query import TEXT_FIELDS
+
+SEARCH_FIELDS = TEXT_FIELDS  # what a free-text query searches
+WORD_PATTERN = r"\w+(\.?\w+)*"  # a word: whoosh.analysis.RegexTokenizer's default pattern
+# Whoosh's default stop list (whoosh.analysis.STOP_WORDS), dropped from ranked text; words
+# shorter than MIN_WORD_CHARS are dropped too (Whoosh's StopFilter(minsize=2)).
+STOP_WORDS = frozenset(
+    "a an and are as at be by can for from have if in is it may not of on or tbd that the this to us we when "
+    "will with yet you your".split()
+)
+MIN_WORD_CHARS = 2
+# BM25: term-frequency saturation, and length normalisation per field.
+K1 = 1.6
+FIELD_B = {"title": 0.9, "abstract": 0.75}

@@ -1,0 +1,137 @@
+"""The ranking policy every engine follows: tiers, reordering by meaning, and a page across them.
+
+By relevance, papers matching all words of a group come first (tier 0), then those matching
+only some (tier 1). Within a tier the engine's lexical score decides, ties going to the newer
+paper, then the id (`paper.catalogue_key`). With ranking by meaning, each tier's best
+`fusion.CANDIDATES` lexical matches are reordered by the fused score (`fusion.fused_scores`);
+papers below them keep the lexical order. An engine only finds a tier's candidates in lexical
+order (`CandidateSource`); what comes first is decided here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import numpy as np
+
+from searchsvc.core import fusion
+from searchsvc.core.deadline import Deadline
+
+Ref = TypeVar("Ref")  # how an engine refers to a paper: a document number, a hit document
+ScoredRef = tuple[Ref, float]
+
+
+@dataclass(frozen=True)
+class TierSlice:
+    """The part [low, high) of tier `tier` that a page shows, and the candidates [fetch_low,
+    fetch_high) of that tier, in lexical order, needed to decide it."""
+
+    tier: int
+    low: int
+    high: int
+    fetch_low: int
+    fetch_high: int
+
+
+@dataclass
+class Candidates(Generic[Ref]):
+    """Places [fetch_low, fetch_high) of one tier in lexical order: best first, ties already in
+    catalogue order. `ties` ranks them in catalogue order (lower first) for ties of the fused
+    score; `vectors` holds their unit vectors (a row each) or is None when some has none."""
+
+    refs: Sequence[Ref]
+    scores: np.ndarray
+    ties: np.ndarray
+    vectors: np.ndarray | None
+
+
+class CandidateSource(Protocol[Ref]):
+    def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Ref]:
+        """Places [low, high) of `tier` in lexical order (vectors only if `with_vectors`)."""
+
+
+def page_slices(tier_sizes: Sequence[int], start: int, end: int, window: int) -> list[TierSlice]:
+    """Which places of each tier the page [start, end) of the whole ordered list takes.
+
+    With ranking by meaning (`window` > 0) a tier's first `window` places are fetched whatever
+    the page, since reordering them decides which of them reach it.
+    """
+    slices = []
+    offset = 0
+    for tier, size in enumerate(tier_sizes):
+        low, high = max(start - offset, 0), min(end - offset, size)
+        offset += size
+        if low < high:
+            fetch_low, fetch_high = (0, max(high, min(window, size))) if window else (low, high)
+            slices.append(TierSlice(tier, low, high, fetch_low, fetch_high))
+    return slices
+
+
+def order_slice(part: TierSlice, found: Candidates[Ref], query: np.ndarray | None) -> list[ScoredRef[Ref]]:
+    """The page's places [low, high) of one tier, with their scores (fused when `query` is given
+    and every candidate has a vector; lexical otherwise)."""
+    first = part.low - part.fetch_low
+    if query is None or found.vectors is None:
+        count = part.high - part.low
+        return [(found.refs[i], float(found.scores[i])) for i in range(first, first + count)]
+    head = min(fusion.CANDIDATES, len(found.refs))
+    fused = fusion.fused_scores(found.scores, float(found.scores[0]), found.vectors, query)
+    order = np.concatenate([np.lexsort((found.ties[:head], -fused[:head])), np.arange(head, len(found.refs))])
+    return [(found.refs[i], float(fused[i])) for i in order[first : first + part.high - part.low]]
+
+
+def rank_page(
+    tier_sizes: Sequence[int],
+    start: int,
+    end: int,
+    source: CandidateSource[Ref],
+    query: Callable[[], np.ndarray] | None,
+    deadline: Deadline,
+) -> list[ScoredRef[Ref]]:
+    """The places [start, end) of the whole ordered result, as (ref, score) pairs.
+
+    `query` gives the query's vector (computed only if some tier has every candidate's vector),
+    or is None when the search is ranked by words alone.
+    """
+    window = fusion.CANDIDATES if query is not None else 0
+    vector: np.ndarray | None = None
+    ranked: list[ScoredRef[Ref]] = []
+    for part in page_slices(tier_sizes, start, end, window):
+        found = source.candidates(part.tier, part.fetch_low, part.fetch_high, with_vectors=window > 0)
+        deadline.check()
+        if query is not None and found.vectors is not None and vector is None:
+            vector = query()
+            deadline.check()
+        ranked.extend(order_slice(part, found, vector))
+    return ranked
+
+
+def related_order(vectors: np.ndarray, paper: np.ndarray, limit: int, exclude: int | None) -> list[tuple[int, float]]:
+    """Rows of `vectors` nearest in meaning to `paper` (cosine of unit vectors), the `limit`
+    best first, ties to the lower row; `exclude` is the paper's own row, if it is among them."""
+    similarity = similarities(vectors, paper)
+    if exclude is not None:
+        similarity[exclude] = -np.inf
+    count = min(limit, len(similarity) - (exclude is not None))
+    if count <= 0:
+        return []
+    candidates = np.arange(len(similarity))
+    if len(similarity) > count:
+        kth = np.partition(-similarity, count - 1)[count - 1]
+        candidates = np.flatnonzero(-similarity <= kth)
+    order = candidates[np.lexsort((candidates, -similarity[candidates]))][:count]
+    return [(int(i), float(similarity[i])) for i in order]
+
+
+_ROWS_AT_ONCE = 16_384  # float16 rows widened to float32 at a time: a few MB, whatever the collection
+
+
+def similarities(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each row's dot product with `query`, in float32 (stored vectors are float16)."""
+    wanted = query.astype(np.float32)
+    out = np.empty(len(vectors), dtype=np.float32)
+    for start in range(0, len(vectors), _ROWS_AT_ONCE):
+        out[start : start + _ROWS_AT_ONCE] = vectors[start : start + _ROWS_AT_ONCE].astype(np.float32) @ wanted
+    return out

@@ -1,0 +1,81 @@
+""""Did you mean": which query words are worth respelling, which respelling wins, and the new query.
+
+An engine says which words no paper contains and offers respellings it knows, with how many
+papers have each; the rule for choosing among them and for offering the result lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from searchsvc.core.query import TEXT_FIELDS, Node, words
+
+MIN_WORD_LENGTH = 3  # shorter words have too many neighbours one edit away to guess from
+MAX_EDITS = 2
+
+
+@dataclass(frozen=True)
+class Check:
+    """A query word, as the engine's unstemmed analysis reads it, and where it stands in the query."""
+
+    start: int
+    end: int
+    word: str
+
+
+def checks(tree: Node | None, tokens: Callable[[str], list[str]]) -> list[Check]:
+    """The plain title/abstract words of the query worth respelling if no paper has them:
+    one token long (as `tokens` reads it), at least MIN_WORD_LENGTH letters, not a number."""
+    found = []
+    for word in words(tree):
+        if word.field not in (None, *TEXT_FIELDS):
+            continue
+        read = tokens(word.text)
+        if len(read) == 1 and len(read[0]) >= MIN_WORD_LENGTH and not read[0].isdigit():
+            found.append(Check(word.start, word.end, read[0]))
+    return found
+
+
+def choose(word: str, options: Iterable[tuple[str, int]]) -> str | None:
+    """The best respelling of `word` among `(text, papers)` options: nearer words win over
+    commoner ones (one edit before two), then the commonest, then alphabetical order. The
+    first letter is trusted: few misspellings change it."""
+    frequency: dict[str, int] = {}
+    for text, papers in options:
+        if text[:1] == word[:1]:
+            frequency[text] = frequency.get(text, 0) + papers
+    scored = [(edit_distance(word, text), -count, text) for text, count in frequency.items()]
+    best = min((entry for entry in scored if 0 < entry[0] <= MAX_EDITS), default=None)
+    return None if best is None else best[2]
+
+
+def respelled_query(query: str, respellings: Mapping[Check, str]) -> str | None:
+    """`query` with each checked word replaced by its respelling (None when there is none)."""
+    if not respellings:
+        return None
+    corrected = query
+    for check, better in sorted(respellings.items(), key=lambda item: item[0].start, reverse=True):
+        corrected = corrected[: check.start] + better + corrected[check.end :]
+    return corrected
+
+
+def worth_offering(found_by_respelling: int, found_now: int) -> bool:
+    """A respelled query is offered only if it finds more papers matching all its words."""
+    return found_by_respelling > found_now
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Damerau–Levenshtein distance (optimal string alignment): an insertion, a deletion, a
+    substitution or a swap of two neighbouring letters is one edit, as in both engines' suggesters."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i]
+        for j, char_b in enumerate(b, start=1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                cost = min(cost, previous2[j - 2] + 1)
+            current.append(cost)
+        previous2, previous = previous, current
+    return previous[-1]
