@@ -9,11 +9,16 @@ from searchsvc.core.model import FacetValue
 Value = str | int
 
 
+def alphabetical_key(value: Value) -> tuple[str, str]:
+    """Alphabetical order among equal counts: case-insensitive first, then as written."""
+    return (str(value).casefold(), str(value))
+
+
 def display_order(counts: Mapping[Value, int], by_value: bool) -> Callable[[Value], tuple[int | str, ...]]:
     """Years newest first; other values by count, then alphabetically (case-insensitive first)."""
 
     def order(value: Value) -> tuple[int | str, ...]:
-        return (-int(value),) if by_value else (-counts.get(value, 0), str(value).casefold(), str(value))
+        return (-int(value),) if by_value else (-counts.get(value, 0), *alphabetical_key(value))
 
     return order
 

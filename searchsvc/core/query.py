@@ -152,6 +152,19 @@ def required_words(node: Node | None) -> Node | None:
     return AllOf(node.nodes)
 
 
+def searched_fields(field: str | None) -> tuple[str, ...]:
+    """The text fields a word searches: title and abstract, unless it names one of them."""
+    return TEXT_FIELDS if field is None else (field,)
+
+
+def either(nodes: tuple[Node, ...]) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
+    """Clauses any of which may match as (wanted, excluded): a negated clause excludes papers
+    instead of adding every other paper. `a b NOT c` means (a OR b) AND NOT c, and
+    `NOT a NOT b` neither a nor b."""
+    wanted = tuple(node for node in nodes if not isinstance(node, Not))
+    return wanted, tuple(node.node for node in nodes if isinstance(node, Not))
+
+
 def split_group(group: Group) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
     """A group's clauses as (narrowing, describing).
 

@@ -14,7 +14,20 @@ from typing import Any, Literal
 from searchsvc.backends.analysis import WORD_PATTERN
 from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED, TEXT_FIELDS
 from searchsvc.core.text import fold
-from searchsvc.core.query import AllOf, Group, Node, Not, Phrase, Prefix, Word, Years, query_error, split_group
+from searchsvc.core.query import (
+    AllOf,
+    Group,
+    Node,
+    Not,
+    Phrase,
+    Prefix,
+    Word,
+    Years,
+    either,
+    query_error,
+    searched_fields,
+    split_group,
+)
 from searchsvc.core.model import SearchRequest
 
 Dsl = dict[str, Any]
@@ -44,9 +57,9 @@ def translate(node: Node, parts: _Parts = "any") -> Dsl:
         narrowing, describing = split_group(node)
         clauses = [translate(child, parts) for child in narrowing]
         if describing:
-            clauses.append(_any_of([translate(child, parts) for child in describing]))
+            clauses.append(_any_of(describing, parts))
         return clauses[0] if len(clauses) == 1 else {"bool": {"must": clauses}}
-    return _any_of([translate(child, parts) for child in node.nodes])
+    return _any_of(node.nodes, parts)
 
 
 def year_range(low: int | None, high: int | None) -> Dsl:
@@ -77,7 +90,7 @@ def _word(node: Word, parts: _Parts) -> Dsl:
         return _value("subjects", node.text)
     if node.field == "author":
         return {"match_phrase": {"authors": node.text}}
-    fields = [f"{field}^{BOOSTS[field]:g}" for field in _text_fields(node.field)]
+    fields = [f"{field}^{BOOSTS[field]:g}" for field in searched_fields(node.field)]
     if parts == "phrase":
         return {"multi_match": {"query": node.text, "fields": fields, "type": "phrase"}}
     operator = "and" if parts == "all" else "or"
@@ -97,10 +110,10 @@ def _phrase(node: Phrase) -> Dsl:
         return _value("subjects", node.text)
     if node.field == "author":
         return {"match_phrase": {"authors": node.text}}
-    return _any_of(
+    return _or(
         [
             {"match_phrase": {f"{field}.{EXACT}": {"query": node.text, "boost": BOOSTS[field]}}}
-            for field in _text_fields(node.field)
+            for field in searched_fields(node.field)
         ]
     )
 
@@ -114,8 +127,8 @@ def _prefix(node: Prefix) -> Dsl:
     if len(words) != 1:
         raise query_error(f"a wildcard must follow one word, as in embed*: '{node.text}*'", node.start)
     word = words[0]
-    fields = ["authors"] if node.field == "author" else [f"{field}.{EXACT}" for field in _text_fields(node.field)]
-    return _any_of(
+    fields = ["authors"] if node.field == "author" else [f"{field}.{EXACT}" for field in searched_fields(node.field)]
+    return _or(
         [{"prefix": {field: {"value": word, "rewrite": "scoring_boolean", "boost": _boost(field)}}} for field in fields]
     )
 
@@ -128,29 +141,21 @@ def _boost(field: str) -> float:
     return BOOSTS.get(field.split(".")[0], 1.0)
 
 
-def _text_fields(field: str | None) -> tuple[str, ...]:
-    return TEXT_FIELDS if field is None else (field,)
+def _or(clauses: list[Dsl]) -> Dsl:
+    return clauses[0] if len(clauses) == 1 else {"bool": {"should": clauses, "minimum_should_match": 1}}
 
 
-def _any_of(clauses: list[Dsl]) -> Dsl:
-    """OR of the clauses; a negated clause excludes papers instead of adding every other paper.
-
-    `a b NOT c` means (a OR b) AND NOT c, and `NOT a NOT b` neither a nor b.
-    """
-    negated = [clause["bool"]["must_not"][0] for clause in clauses if _is_negation(clause)]
-    kept = [clause for clause in clauses if not _is_negation(clause)]
-    if len(clauses) == 1:
-        return clauses[0]
-    query: Dsl = {"bool": {}}
-    if kept:
-        query["bool"]["should"] = kept
+def _any_of(nodes: tuple[Node, ...], parts: _Parts) -> Dsl:
+    """OR of the wanted clauses, AND NOT the excluded ones (core.query.either)."""
+    if len(nodes) == 1:
+        return translate(nodes[0], parts)
+    wanted, excluded = either(nodes)
+    if not excluded:
+        return _or([translate(child, parts) for child in wanted])
+    query: Dsl = {"bool": {"must_not": [translate(child, "phrase") for child in excluded]}}
+    if wanted:
+        query["bool"]["should"] = [translate(child, parts) for child in wanted]
         query["bool"]["minimum_should_match"] = 1
-    if negated:
-        query["bool"]["must_not"] = negated
-        if not kept:
-            query["bool"]["must"] = [MATCH_ALL]
+    else:
+        query["bool"]["must"] = [MATCH_ALL]
     return query
-
-
-def _is_negation(clause: Dsl) -> bool:
-    return list(clause) == ["bool"] and list(clause["bool"]) == ["must_not"]

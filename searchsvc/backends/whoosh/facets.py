@@ -11,7 +11,6 @@ matched papers, and the counts of the unfiltered collection are computed once.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -20,10 +19,9 @@ import numpy.typing as npt
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
-from searchsvc.core.text import fold
+from searchsvc.core.facet_order import alphabetical_key, display_order, listing
+from searchsvc.core.text import fold, word_tails
 from searchsvc.core.model import FACETS, FacetValue, SearchRequest
-
-_WORD_START = re.compile(r"(?<!\w)\w")
 
 Mask = npt.NDArray[np.bool_]  # document number → in the set
 Filters = dict[str, Mask | None]
@@ -96,9 +94,11 @@ class FacetIndex:
         counted = self._counted(name, matched, filters)
         selection = self._selection(name, request)
         shown = [i for i in candidates if counted[i] > 0 or i in selection.marked]
-        shown.sort(key=lambda i: _key(facet, counted, i, by_value=name == "year"))
-        values = [FacetValue(facet.values[i], int(counted[i]), i in selection.marked) for i in shown[:limit]]
-        return values, len(shown) > limit
+        counts = {facet.values[i]: int(counted[i]) for i in shown}
+        ordered = sorted(counts, key=display_order(counts, by_value=name == "year"))
+        marked = {facet.values[i] for i in selection.marked}
+        values = [FacetValue(value, counts[value], value in marked) for value in ordered[:limit]]
+        return values, len(ordered) > limit
 
     def _counted(self, name: str, matched: Mask, filters: Filters) -> npt.NDArray[np.int64]:
         """Papers per value of facet `name` among the matched ones, under every filter but its own."""
@@ -160,13 +160,10 @@ def _load_facet(reader: IndexReader, column: str) -> _Facet:
     by_value = np.argsort(entry_values, kind="stable").astype(np.int32)
     value_start = np.zeros(len(values) + 1, dtype=np.int64)
     np.cumsum(np.bincount(entry_values, minlength=len(values)), out=value_start[1:])
-    folded = [fold(str(value)) for value in values]
-    by_folded = {text: i for i, text in enumerate(folded)}
-    tails = [tuple(text[m.start() :] for m in _WORD_START.finditer(text)) for text in folded]
+    by_folded = {fold(str(value)): i for i, value in enumerate(values)}
+    tails = [word_tails(str(value)) for value in values]
     display_rank = np.empty(len(values), dtype=np.int64)
-    display_rank[sorted(range(len(values)), key=lambda i: (str(values[i]).casefold(), str(values[i])))] = np.arange(
-        len(values)
-    )
+    display_rank[sorted(range(len(values)), key=lambda i: alphabetical_key(values[i]))] = np.arange(len(values))
     return _Facet(
         values,
         np.array(entry_doc, dtype=np.int32),
@@ -182,11 +179,13 @@ def _load_facet(reader: IndexReader, column: str) -> _Facet:
 def _listing(
     facet: _Facet, counted: npt.NDArray[np.int64], selection: _Selection, limit: int, by_value: bool
 ) -> list[FacetValue]:
-    """The top `limit` values plus every listed selected one, in display order."""
+    """The core listing of the top `limit` values plus every listed selected one. Only those
+    are handed over: the top ones are found here without sorting thousands of authors."""
     shown = set(_top(facet, counted, limit, by_value).tolist()) | selection.listed
-    ordered = sorted(shown, key=lambda i: _key(facet, counted, i, by_value))
-    listing = [FacetValue(facet.values[i], int(counted[i]), i in selection.marked) for i in ordered]
-    return listing + [FacetValue(value, 0, True) for value in selection.unknown]
+    counts = {facet.values[i]: int(counted[i]) for i in shown}
+    marked = {facet.values[i] for i in selection.marked}
+    listed = {facet.values[i] for i in selection.listed}
+    return listing(counts, marked, listed, selection.unknown, limit, by_value)
 
 
 def _top(facet: _Facet, counted: npt.NDArray[np.int64], limit: int, by_value: bool) -> npt.NDArray[np.int64]:
@@ -199,13 +198,6 @@ def _top(facet: _Facet, counted: npt.NDArray[np.int64], limit: int, by_value: bo
         threshold = np.partition(counted[present], len(present) - limit)[len(present) - limit]
         present = present[counted[present] >= threshold]
     return present[np.lexsort((facet.display_rank[present], -counted[present]))][:limit]
-
-
-def _key(facet: _Facet, counted: npt.NDArray[np.int64], index: int, by_value: bool) -> tuple[int, ...]:
-    """Display order: years newest first, other values by count, then alphabetically."""
-    if by_value:
-        return (-int(facet.values[index]),)
-    return (-int(counted[index]), int(facet.display_rank[index]))
 
 
 def intersect(first: Mask, filters: Sequence[Mask | None]) -> Mask:

@@ -34,8 +34,10 @@ from searchsvc.core.query import (
     Prefix,
     Word,
     Years,
+    either,
     query_error,
     required_words,
+    searched_fields,
     split_group,
 )
 
@@ -87,9 +89,23 @@ class QueryCompiler:
             narrowing, describing = split_group(node)
             clauses = [self._query(child, parts) for child in narrowing]
             if describing:
-                clauses.append(_any_of([self._query(child, parts) for child in describing], _COORDINATION))
+                clauses.append(self._any_of(describing, parts, _COORDINATION))
             return clauses[0] if len(clauses) == 1 else query.And(clauses)
-        return _any_of([self._query(child, parts) for child in node.nodes], None)
+        return self._any_of(node.nodes, parts, None)
+
+    def _any_of(self, nodes: tuple[Node, ...], parts: _Parts, scale: float | None) -> Query:
+        """OR of the wanted clauses (coordinated when `scale` is set), AND NOT the excluded ones."""
+        wanted, excluded = either(nodes)
+        kept = [self._query(child, parts) for child in wanted]
+        positive: Query | None = None
+        if len(kept) > 1:
+            positive = query.Or(kept) if scale is None else CoordinatedOr(kept, scale=scale)
+        elif kept:
+            positive = kept[0]
+        if not excluded:
+            return positive if positive is not None else query.NullQuery
+        negated = _or([self._query(child, "phrase") for child in excluded])
+        return query.Not(negated) if positive is None else query.AndNot(positive, negated)
 
     def _word(self, node: Word, parts: _Parts) -> Query:
         """A word of title and abstract is one BM25F word; a hyphenated word is its parts.
@@ -104,10 +120,10 @@ class QueryCompiler:
             return self._phrase(node)
         if node.field == "author":
             return self._terms("author", node.text)
-        fields = _text_fields(node.field)
+        fields = searched_fields(node.field)
         words = list(dict.fromkeys(self._schema[fields[0]].process_text(node.text, mode="query")))
         if len(words) > 1 and parts == "phrase":
-            return _any_of([self._terms(field, node.text) for field in fields], None)
+            return _or([self._terms(field, node.text) for field in fields])
         scored = [WordInFields(word, {field: FIELD_BOOSTS[field] for field in fields}) for word in words]
         if not scored:
             return query.NullQuery
@@ -118,7 +134,7 @@ class QueryCompiler:
     def _phrase(self, node: Phrase | Word) -> Query:
         if node.field in ("author", "subject"):
             return self._terms(node.field, node.text)
-        return _any_of([self._terms(EXACT_FIELDS[field], node.text) for field in _text_fields(node.field)], None)
+        return _or([self._terms(EXACT_FIELDS[field], node.text) for field in searched_fields(node.field)])
 
     def _terms(self, field: str, text: str) -> Query:
         """One analysed word, or several as a phrase (`memory-efficient`, `"exact words"`)."""
@@ -134,7 +150,7 @@ class QueryCompiler:
         if node.field in ("author", "subject"):
             fields = [node.field]
         else:
-            fields = [EXACT_FIELDS[field] for field in _text_fields(node.field)]
+            fields = [EXACT_FIELDS[field] for field in searched_fields(node.field)]
         expanded: list[Query] = []
         for field in fields:
             words = list(self._schema[field].process_text(node.text, mode="query"))
@@ -153,25 +169,8 @@ class QueryCompiler:
         return query.Or(expanded) if expanded else query.NullQuery
 
 
-def _text_fields(field: str | None) -> tuple[str, ...]:
-    return SEARCH_FIELDS if field is None else (field,)
-
-
-def _any_of(subqueries: list[Query], scale: float | None) -> Query:
-    """OR of the clauses; negated clauses exclude papers instead of adding every other paper.
-
-    `a b NOT c` means (a OR b) AND NOT c, and `NOT a NOT b` neither a nor b.
-    """
-    negated = [q.query for q in subqueries if isinstance(q, query.Not)]
-    kept = [q for q in subqueries if not isinstance(q, query.Not)]
-    if len(kept) > 1:
-        positive: Query | None = query.Or(kept) if scale is None else CoordinatedOr(kept, scale=scale)
-    else:
-        positive = kept[0] if kept else None
-    if not negated:
-        return positive if positive is not None else query.NullQuery
-    excluded = query.Or(negated)
-    return query.Not(excluded) if positive is None else query.AndNot(positive, excluded)
+def _or(subqueries: list[Query]) -> Query:
+    return subqueries[0] if len(subqueries) == 1 else query.Or(subqueries)
 
 
 def matched_words(compiled: Query) -> MatchedWords:
