@@ -7,12 +7,10 @@ worker until gunicorn's 30 s timeout kills it along with every request queued be
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Callable
 
 from searchsvc.core.errors import SearchTimedOut
 
-T = TypeVar("T")
 CHECK_EVERY = 4096  # documents between two looks at the clock: cheap, and well under a millisecond apart
 
 
@@ -29,10 +27,3 @@ class Deadline:
                 "(fewer or rarer words, a filter) or try again",
                 {"limit_ms": self.limit_ms},
             )
-
-    def bounded(self, items: Iterable[T]) -> Iterator[T]:
-        """`items`, checking the clock every CHECK_EVERY of them."""
-        for count, item in enumerate(items, start=1):
-            if count % CHECK_EVERY == 0:
-                self.check()
-            yield item

@@ -177,5 +177,5 @@ def model_dir() -> Path:
 
 @cache
 def shared_encoder() -> Encoder:
-    """One encoder per process: the weights take ~90 MB."""
+    """One encoder per process: the weights are the largest thing a worker holds (docs/performance.md)."""
     return Encoder(model_dir())

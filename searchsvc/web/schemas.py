@@ -51,7 +51,7 @@ class SearchRequestSchema(Schema):
     page = fields.Integer(
         load_default=1,
         validate=validate.Range(min=1),
-        metadata={"description": "1-based; page * per_page may not exceed the result window (10,000)."},
+        metadata={"description": "1-based; page * per_page may not exceed the result window (max_result_window)."},
     )
     per_page = fields.Integer()
 
@@ -68,6 +68,10 @@ class SearchRequestSchema(Schema):
         _limit(self, "per_page", validate.Range(min=1, max=settings.max_per_page, error=_OUT_OF_RANGE))
         if "per_page" in self.fields:
             self.fields["per_page"].load_default = settings.default_per_page
+        if "page" in self.fields:  # this schema's own copy of the field: the window is a setting
+            self.fields["page"].metadata = {
+                "description": f"1-based; page * per_page may not exceed the result window ({settings.max_result_window:,})."
+            }
 
     @validates_schema
     def _check_combinations(self, data: dict[str, Any], **_: Any) -> None:

@@ -48,13 +48,8 @@ class _DeadlineCollector(collectors.WrappingCollector):
         return self.child.collect(sub_docnum)
 
 
-def top_scored(
-    searcher: Searcher, scored: Query, limit: int, deadline: Deadline, filter: set[int] | None = None
-) -> list[tuple[float, int]]:
+def top_scored(searcher: Searcher, scored: Query, limit: int, deadline: Deadline) -> list[tuple[float, int]]:
     """The `limit` best (score, docnum) pairs, as `searcher.search(...).top_n`, within the deadline."""
-    # Built as Searcher.collector builds it, with the deadline between the filter and the scorer.
-    collector: collectors.Collector = _DeadlineCollector(searcher.collector(limit=limit), deadline)
-    if filter is not None:
-        collector = collectors.FilterCollector(collector, filter)
+    collector = _DeadlineCollector(searcher.collector(limit=limit), deadline)
     searcher.search_with_collector(scored, collector)
     return collector.results().top_n

@@ -1,7 +1,7 @@
 """Facet filters and counts from per-generation arrays, built once from the facet columns.
 
-Whoosh's own multi-valued facets rebuild per-document value lists on every query (over a
-second per query on the 29,580 ACL records, see docs/decisions.md); a generation never
+Whoosh's own multi-valued facets rebuild per-document value lists on every query (the cost is
+measured in docs/performance.md, "Figures behind the code"); a generation never
 changes, so this reads each facet's column once when the generation is opened into flat
 numpy arrays (one entry per paper and value). Sets of papers are boolean masks over
 document numbers: a filter is an `&`, a count is one `bincount` over the entries of the

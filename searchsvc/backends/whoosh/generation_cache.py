@@ -38,9 +38,9 @@ class OpenGeneration:
                 f"reads version {SCHEMA_VERSION}: run `searchsvc rebuild`"
             )
         try:
-            # Without memory-mapping: a mapped index counts in the worker's RSS as it is read
-            # (~300 MB on opening the ACL records' generation, against ~75 MB read through
-            # file handles; the kernel's page cache keeps the files either way).
+            # Without memory-mapping: a mapped index counts in the worker's RSS as it is read,
+            # several times what reading through file handles costs (docs/performance.md,
+            # "Figures behind the code"); the kernel's page cache keeps the files either way.
             ix = FileStorage(str(hold.path), supports_mmap=False).open_index()
             self.searcher: Searcher = ix.searcher()
         except Exception as exc:  # whoosh raises many kinds on damaged files

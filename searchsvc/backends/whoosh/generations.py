@@ -170,14 +170,6 @@ class GenerationStore:
             os.close(fd)
         raise IndexUnavailable(f"the published generation in {self.root} is missing or unfinished")
 
-    def published(self) -> tuple[str, dict[str, Any]]:
-        """Name and manifest of the published generation, without opening its index."""
-        name = self._published_name()
-        manifest = _read_manifest(self.generations / name)
-        if manifest is None:
-            raise IndexUnavailable(f"the published generation {name} in {self.root} is missing or unfinished")
-        return name, manifest
-
     def _published_name(self) -> str:
         name = self.current_name()
         if name is None:

@@ -77,7 +77,7 @@ class MatchedWords:
 class _MarkingTokenizer(Tokenizer):
     """`unstemmed_analyzer() | <rename matches>` in one pass, the same tokens at a third of the cost.
 
-    Highlighting ten abstracts through the four-stage generator chain took ~20 ms a search.
+    The four-stage generator chain was measured slower (docs/performance.md, "Figures behind the code").
     """
 
     def __init__(self, words: MatchedWords) -> None:

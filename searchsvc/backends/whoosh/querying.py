@@ -3,7 +3,7 @@
 Words search the stemmed title and abstract; phrases and wildcards their unstemmed twins,
 so `"embedding tables"` does not match "embedded table". Wildcards are expanded here
 against the index's own word list, with a bound, because Whoosh's own expansion has none
-(`a*` on a large index takes seconds, see ../shared/WHOOSH-NOTES.md).
+(`a*` on a large index takes seconds: docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from searchsvc.core.query import (
 _Parts = Literal["any", "all", "phrase"]
 
 # Scores of documents matching more of a group's clauses are raised (Whoosh's coordination
-# bonus), which orders papers within each tier of search.rank.
+# bonus), which orders papers within each tier (core/ranking.py).
 _COORDINATION = 0.9
 
 

@@ -2,8 +2,8 @@
 
 Most searches are a few plain words or a pasted sentence: a group of `WordInFields`
 clauses with the coordination bonus. Whoosh scores them one document at a time through a
-tree of Python matchers, which for a pasted sentence means most of the collection (about
-a second at 30k papers). Here each word's postings are read as arrays (and kept per
+tree of Python matchers, which for a pasted sentence means most of the collection
+(docs/performance.md, "Figures behind the code"). Here each word's postings are read as arrays (and kept per
 generation, bounded), and the same arithmetic as `_BM25FMatcher`, `_Coordination` and
 `_Rounded` runs over every matching paper at once. Any other query (phrases, wildcards,
 NOT, fields) goes through Whoosh unchanged. The two paths are tested to give the same
