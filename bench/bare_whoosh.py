@@ -10,7 +10,7 @@ by one `ix.writer()` with Whoosh's defaults and one commit. What is left out is 
 the service adds around Whoosh (reading and merging records, generations, the check).
 
 Search (`BareSearcher`): what a developer using Whoosh directly, knowing its pitfalls
-(../shared/WHOOSH-NOTES.md), would write for the same request: `MultifieldParser` over title
+(docs/decisions.md), would write for the same request: `MultifieldParser` over title
 (boost 4) and abstract with `OrGroup`, Whoosh's default BM25F, the filters as a `filter=`
 query, the top 10 with their stored fields, the match count, and the three facets counted
 over the full match set from the facet columns, read once when the index is opened
