@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from bench import build, embedding, query, scale
+from bench import build, embedding, query, related, scale
 
-COMMANDS = {"build": build.main, "query": query.main, "scale": scale.main, "embedding": embedding.main}
+COMMANDS = {
+    "build": build.main,
+    "query": query.main,
+    "scale": scale.main,
+    "embedding": embedding.main,
+    "related": related.main,
+}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
