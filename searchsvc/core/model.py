@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from searchsvc.core.paper import Paper
+
 SORTS = ("relevance", "newest", "oldest")
 FACETS = ("year", "subject", "author")
 
@@ -65,6 +67,20 @@ class Hit:
     authors: list[str]
     score: float | None
     highlights: dict[str, str]
+
+    @classmethod
+    def of(cls, paper: Paper, score: float | None, title: str, abstract: str) -> Hit:
+        """`paper` as a hit, with its highlighted (escaped, marked) title and abstract snippet."""
+        return cls(
+            id=paper.id,
+            title=paper.title,
+            abstract=paper.abstract,
+            year=paper.year,
+            subjects=paper.subjects,
+            authors=paper.authors,
+            score=score,
+            highlights={"title": title, "abstract": abstract},
+        )
 
 
 @dataclass(frozen=True)

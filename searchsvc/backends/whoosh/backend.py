@@ -281,19 +281,7 @@ class WhooshBackend:
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
         paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
-        return Hit(
-            id=paper.id,
-            title=paper.title,
-            abstract=paper.abstract,
-            year=paper.year,
-            subjects=paper.subjects,
-            authors=paper.authors,
-            score=score,
-            highlights={
-                "title": highlight_title(paper.title, words),
-                "abstract": highlight_abstract(paper.abstract, words),
-            },
-        )
+        return Hit.of(paper, score, highlight_title(paper.title, words), highlight_abstract(paper.abstract, words))
 
 
 class _TierCandidates:
