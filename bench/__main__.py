@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import build, embedding, query, related, scale
+from bench import build, embedding, query, related, scale, versus
 
 COMMANDS = {
     "build": build.main,
@@ -12,6 +12,7 @@ COMMANDS = {
     "scale": scale.main,
     "embedding": embedding.main,
     "related": related.main,
+    "versus": versus.main,
 }
 
 if __name__ == "__main__":

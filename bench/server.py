@@ -20,8 +20,8 @@ from bench.measure import REPO, clean_env
 STARTUP_SECONDS = 120
 
 
-def procfile_web_command() -> str:
-    for line in (REPO / "Procfile").read_text(encoding="utf-8").splitlines():
+def procfile_web_command(repo: Path = REPO) -> str:
+    for line in (repo / "Procfile").read_text(encoding="utf-8").splitlines():
         kind, _, command = line.partition(":")
         if kind.strip() == "web":
             return command.strip()
@@ -48,22 +48,23 @@ class Server:
 
 
 @contextmanager
-def procfile_web(index_dir: Path, workers: int, log: Path, **settings: str) -> Iterator[Server]:
+def procfile_web(index_dir: Path, workers: int, log: Path, repo: Path = REPO, **settings: str) -> Iterator[Server]:
     """gunicorn from the Procfile, serving `index_dir` with `workers` workers, until the block ends
-    (`settings`: more SEARCHSVC_* variables, such as the OpenSearch backend's)."""
+    (`settings`: more SEARCHSVC_* variables, such as the OpenSearch backend's; `repo`: the checkout
+    whose code and Procfile serve, for comparing two versions)."""
     port = free_port()
     env = clean_env(
         PORT=str(port),
         HOST="127.0.0.1",
         WEB_CONCURRENCY=str(workers),
         SEARCHSVC_INDEX_DIR=str(index_dir),
-        PYTHONPATH=str(REPO),
+        PYTHONPATH=str(repo),
         **settings,
     )
     with log.open("wb") as output:
         process = subprocess.Popen(
-            ["bash", "-c", procfile_web_command()],
-            cwd=REPO,
+            ["bash", "-c", procfile_web_command(repo)],
+            cwd=repo,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=output,

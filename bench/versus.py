@@ -1,0 +1,114 @@
+"""Two versions of searchsvc side by side: the query mix through gunicorn, interleaved.
+
+Serves one published index (e.g. the ACL records', built once with `searchsvc rebuild`) from
+this checkout and from another one (`--baseline`, e.g. `git worktree add ../baseline <commit>`),
+each with the Procfile's `web:` line, at the same time. Each client sends every request of the
+seeded mix (bench/mix.py) to one server and then the other, alternating which goes first, so a
+change in the machine's load hits both alike. Reports p50/p95/p99 per version and their ratios.
+
+    python -m bench versus --baseline ../baseline --index-dir DIR [--vector-store DIR] [--requests 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from bench import corpus, mix
+from bench.measure import REPO, latency_summary, machine, report, table
+from bench.query import WARMUP, _by_kind, _get
+from bench.server import Server, procfile_web
+
+VERSIONS = ("baseline", "this")
+
+
+def run(baseline: Path, index_dir: Path, settings: dict[str, str], requests: int, clients: int, workers: int) -> dict[str, Any]:
+    records = corpus.load(corpus.ACL)
+    sequence = mix.generate(records, requests)
+    warmup = mix.generate(records, WARMUP, seed=mix.SEED + 1)
+    with tempfile.TemporaryDirectory(prefix="bench-versus-") as scratch:
+        logs = Path(scratch)
+        with (
+            procfile_web(index_dir, workers, logs / "baseline.log", repo=baseline, **settings) as old,
+            procfile_web(index_dir, workers, logs / "this.log", repo=REPO, **settings) as new,
+        ):
+            servers = {"baseline": old, "this": new}
+            _load(servers, warmup, clients)
+            samples, statuses = _load(servers, sequence, clients)
+    result: dict[str, Any] = {"machine": machine(), "requests": requests, "clients": clients, "workers": workers}
+    for version in VERSIONS:
+        result[version] = {
+            "latency_ms": latency_summary(samples[version]),
+            "by_kind_ms": _by_kind(sequence, samples[version]),
+            "errors": sum(1 for s in statuses[version] if s != 200),
+        }
+    result["ratios"] = {
+        f"{p}_this_over_baseline": round(result["this"]["latency_ms"][p] / result["baseline"]["latency_ms"][p], 3)
+        for p in ("p50", "p95", "p99")
+    }
+    return result
+
+
+def _load(
+    servers: dict[str, Server], requests: list[mix.MixQuery], clients: int
+) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    samples: dict[str, list[float]] = {v: [0.0] * len(requests) for v in VERSIONS}
+    statuses: dict[str, list[int]] = {v: [0] * len(requests) for v in VERSIONS}
+    cursor = iter(range(len(requests)))
+    lock = threading.Lock()
+
+    def client() -> None:
+        while True:
+            with lock:
+                i = next(cursor, None)
+            if i is None:
+                return
+            order = VERSIONS if i % 2 == 0 else VERSIONS[::-1]
+            for version in order:
+                status, elapsed, _ = _get(servers[version].port, "/api/search?" + requests[i].params())
+                statuses[version][i], samples[version][i] = status, elapsed
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return samples, statuses
+
+
+def markdown(result: dict[str, Any]) -> str:
+    rows = []
+    for version in VERSIONS:
+        lat = result[version]["latency_ms"]
+        rows.append([version, lat["p50"], lat["p95"], lat["p99"], lat["max"], result[version]["errors"]])
+    lines = [
+        f"{result['requests']} requests of the ACL query mix, {result['clients']} clients, each request sent to both "
+        f"versions in turn; {result['workers']} gunicorn workers each; load average at the end "
+        f"{result['machine']['load_average_1_5_15']}",
+        "",
+        table(["version", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"], rows),
+        "",
+        "Ratios: " + ", ".join(f"{k} = {v}" for k, v in result["ratios"].items()),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, required=True, help="the other checkout (its Procfile and code)")
+    parser.add_argument("--index-dir", type=Path, required=True, help="a published index both versions can read")
+    parser.add_argument("--vector-store", type=Path, help="its vector store (default: <index-dir>/vectors)")
+    parser.add_argument("--semantic-ranking", choices=("true", "false"), default="true")
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    settings = {"SEARCHSVC_SEMANTIC_RANKING": args.semantic_ranking}
+    if args.vector_store:
+        settings["SEARCHSVC_VECTOR_STORE"] = str(args.vector_store)
+    result = run(args.baseline.resolve(), args.index_dir.resolve(), settings, args.requests, args.clients, args.workers)
+    report(result, markdown(result), args.out)
