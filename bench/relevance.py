@@ -23,7 +23,8 @@ runs embed nothing;
 
 With `--opensearch URLS` the service is also indexed on, and searched through, the
 OpenSearch backend (`SEARCHSVC_BACKEND=opensearch`) in the same run: a third system,
-`searchsvc-opensearch`. Each collection gets an alias of its own, deleted afterwards.
+`searchsvc-opensearch`, ranked by meaning too with the same vectors (the collection's
+`--vector-store` folder). Each collection gets an alias of its own, deleted afterwards.
 """
 
 from __future__ import annotations
@@ -245,6 +246,7 @@ def evaluate_collection(
             "backend": "opensearch",
             "opensearch_url": opensearch,
             "opensearch_index": alias,
+            "vector_store": store,  # the same vectors, by content: the cluster's index loads them
         }
     runs: dict[str, Run] = {}
     for system, settings in backends.items():

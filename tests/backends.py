@@ -43,6 +43,7 @@ class BackendFactory:
                 "backend": "opensearch",
                 "opensearch_url": ",".join(self.urls),
                 "opensearch_index": f"{_ALIAS_PREFIX}{next(_serial)}",
+                "vector_store": str(self._tmp.mktemp("vectors")),
             }
         return {**where, **extra}
 

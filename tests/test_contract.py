@@ -460,8 +460,9 @@ SAME_ERRORS = [
 @pytest.fixture(scope="module")
 def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, FlaskClient]]:
     factories = {kind: BackendFactory(kind, request, tmp_path_factory) for kind in BACKENDS}
-    # OpenSearch ranks lexically only (docs/scaling.md): it is compared with Whoosh's lexical ranking.
-    yield {kind: made.publish([SEEDS], semantic_ranking=False).test_client() for kind, made in factories.items()}
+    # Both rank by meaning too, from one vector store: the same vectors fused the same way.
+    vectors = str(tmp_path_factory.mktemp("shared-vectors"))
+    yield {kind: made.publish([SEEDS], vector_store=vectors).test_client() for kind, made in factories.items()}
     for made in factories.values():
         made.close()
 
@@ -485,9 +486,11 @@ def test_both_backends_give_the_same_totals_facets_suggestions_and_first_result(
     if params.get("sort") in ("newest", "oldest") or not params.get("q"):
         assert ids["opensearch"] == ids["whoosh"]  # date order and its ties are fully defined
     elif ids["whoosh"]:
-        # Scores differ in detail (one BM25F score per word on Whoosh, BM25 per field summed on
-        # OpenSearch), so close scores may swap: each backend's best paper is among the other's top 3.
-        assert ids["opensearch"][0] in ids["whoosh"][:3] and ids["whoosh"][0] in ids["opensearch"][:3]
+        # Lexical scores differ in detail (one BM25F score per word on Whoosh, BM25 per field summed
+        # on OpenSearch) and the fused score divides by the best of them, so papers close in score
+        # may swap: the same first paper, and at most one paper swapped across the page's edge.
+        assert ids["opensearch"][0] == ids["whoosh"][0]
+        assert len(set(ids["opensearch"]) ^ set(ids["whoosh"])) <= 2
 
 
 @pytest.mark.parametrize("query", SAME_ERRORS)

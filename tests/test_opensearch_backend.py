@@ -22,7 +22,7 @@ from opensearchpy import OpenSearch
 
 from searchsvc import create_app
 from searchsvc.backends.opensearch import OpenSearchBackend
-from searchsvc.backends.opensearch.backend import _Plan
+from searchsvc.backends.opensearch.search_bodies import Plan
 from searchsvc.core.errors import QueryRejected, RebuildFailed, RebuildInProgress
 from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
@@ -120,6 +120,7 @@ def test_the_command_line_rebuilds_and_searches_the_cluster(factory: BackendFact
         SEARCHSVC_BACKEND="opensearch",
         SEARCHSVC_OPENSEARCH_URL=",".join(settings.opensearch_url),
         SEARCHSVC_OPENSEARCH_INDEX=settings.opensearch_index,
+        SEARCHSVC_VECTOR_STORE=settings.vector_store,
     )
     command = [sys.executable, "-m", "searchsvc"]
     built = subprocess.run([*command, "rebuild"], cwd=REPO, env=environment, capture_output=True, text=True)
@@ -212,6 +213,6 @@ def test_a_query_the_cluster_refuses_is_a_400_with_its_reason(factory: BackendFa
     with pytest.raises(QueryRejected, match="the search cluster refused this query: .*no_such_query"):
         backend._search({"query": {"no_such_query": {}}})
     app = create_app(factory.overrides(opensearch_index=settings.opensearch_index))
-    app.extensions["searchsvc"].backend._plan = lambda request: _Plan(None, {"no_such_query": {}}, None, {})
+    app.extensions["searchsvc"].backend._plan = lambda request: Plan(None, {"no_such_query": {}}, None, {})
     error = error_of(app.test_client(), "/api/search?q=x", 400)
     assert error["code"] == "query_rejected" and "no_such_query" in error["message"]

@@ -4,7 +4,8 @@ Same tokens (Whoosh's RegexTokenizer pattern, Unicode-aware), same folding (lowe
 accents), same stop words and Snowball English stemmer for ranked text, and unstemmed
 `.exact` subfields for phrases and wildcards, so a query means the same on both backends.
 Facet values are keywords as written (for display and counts) with a folded twin for
-case- and accent-insensitive filters.
+case- and accent-insensitive filters. Each paper carries its vector for ranking by meaning
+(`vectors.py`): kept in `_source` only, since the service reads it, never searches by it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
 
-MAPPING_VERSION = 1
+MAPPING_VERSION = 2  # 2: `vector` and `content_key`
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
@@ -22,8 +23,9 @@ BOOSTS = {"title": 1.5, "abstract": 1.0}
 EXACT = "exact"  # subfield of title and abstract: unstemmed words
 FOLDED = "folded"  # subfield of subjects and authors: the value case- and accent-folded
 AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and display
-
-
+VECTOR = "vector"  # base64 of the paper's float16 vector, as the vector store holds it
+EMBEDDED = "embedded"  # true once `vector` is there: what counts papers still lacking one
+CONTENT_KEY = "content_key"  # hex of semantic.store.content_key of the paper's text
 
 def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
     """Settings and mapping of a new index; loaded without replicas or refreshes, see backend.build."""
@@ -70,6 +72,11 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 },
                 "subjects": {"type": "keyword", "fields": {FOLDED: {"type": "keyword", "normalizer": "folded"}}},
                 "year": {"type": "integer"},
+                # Read from _source only. Without doc values (768 bytes a paper) `exists` cannot
+                # see it, so a boolean beside it says which papers have one.
+                VECTOR: {"type": "binary", "doc_values": False},
+                EMBEDDED: {"type": "boolean"},
+                CONTENT_KEY: {"type": "keyword", "index": False, "doc_values": False},
             },
         },
     }

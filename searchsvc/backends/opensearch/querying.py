@@ -62,6 +62,22 @@ def translate(node: Node, parts: _Parts = "any") -> Dsl:
     return _any_of(node.nodes, parts)
 
 
+def all_words(required: Node) -> Dsl:
+    """The all-words tier of a group (core.query.required_words): each of its clauses required.
+
+    A stop word ("for" in "network topology for training") is no word to require: as on
+    Whoosh it drops out, instead of matching no paper and leaving the tier empty.
+    """
+    return {
+        "bool": {
+            "must": [
+                _word(child, "all", drop_stop_words=True) if isinstance(child, Word) else translate(child, "all")
+                for child in (required.nodes if isinstance(required, AllOf) else (required,))
+            ]
+        }
+    }
+
+
 def year_range(low: int | None, high: int | None) -> Dsl:
     bounds = {key: value for key, value in (("gte", low), ("lte", high)) if value is not None}
     return {"range": {"year": bounds}}
@@ -85,7 +101,7 @@ def all_of(clauses: list[Dsl | None]) -> Dsl:
     return {"bool": {"filter": kept}} if kept else MATCH_ALL
 
 
-def _word(node: Word, parts: _Parts) -> Dsl:
+def _word(node: Word, parts: _Parts, drop_stop_words: bool = False) -> Dsl:
     if node.field == "subject":
         return _value("subjects", node.text)
     if node.field == "author":
@@ -94,15 +110,11 @@ def _word(node: Word, parts: _Parts) -> Dsl:
     if parts == "phrase":
         return {"multi_match": {"query": node.text, "fields": fields, "type": "phrase"}}
     operator = "and" if parts == "all" else "or"
-    return {
-        "multi_match": {
-            "query": node.text,
-            "fields": fields,
-            "type": "cross_fields",
-            "operator": operator,
-            "tie_breaker": TIE_BREAKER,
-        }
-    }
+    query = {"query": node.text, "fields": fields, "type": "cross_fields", "operator": operator}
+    query["tie_breaker"] = TIE_BREAKER
+    if drop_stop_words:
+        query["zero_terms_query"] = "all"
+    return {"multi_match": query}
 
 
 def _phrase(node: Phrase) -> Dsl:

@@ -1,0 +1,164 @@
+"""Index generations behind one alias: the rebuild lock, loading, replicas, the alias move, pruning.
+
+A rebuild loads a new index `<alias>-<timestamp>`, checks it, and moves the alias to it in
+one `_aliases` call, so searches see the old index or the new one, never a partial one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy import exceptions as os_errors
+from opensearchpy.helpers import streaming_bulk
+
+from searchsvc.backends.opensearch.cluster import cluster_errors, failure_reason
+from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
+
+BULK_CHUNK = 500
+_REPLICAS_WAIT = 120  # seconds, for the new index's replicas before the alias moves to it
+
+
+class Generations:
+    """The indices published, one at a time, under `alias`."""
+
+    def __init__(self, client: OpenSearch, alias: str, where: str) -> None:
+        self.client = client
+        self.alias = alias
+        self.where = where
+        self._generation = re.compile(rf"{re.escape(alias)}-\d{{8}}t\d{{6}}-\d{{6}}")
+
+    def new_name(self) -> str:
+        return f"{self.alias}-{datetime.now(UTC).strftime('%Y%m%dt%H%M%S-%f')}"
+
+    # The rebuild lock ---------------------------------------------------------------
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One rebuild per alias at a time, across machines: a lock index only one can create."""
+        lock = f"{self.alias}-rebuild-lock"
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "started": now()}
+        with cluster_errors(self.where):
+            if not self._take_lock(lock, holder):
+                raise RebuildInProgress(self._lock_message(lock))
+        try:
+            with cluster_errors(self.where):
+                self.prune(keep=None)  # indices left by a rebuild that was killed
+            yield
+        finally:
+            with cluster_errors(self.where):
+                self.client.indices.delete(index=lock, ignore_unavailable=True)
+
+    def _take_lock(self, lock: str, holder: dict[str, Any]) -> bool:
+        body = {"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": {"_meta": holder}}
+        for _attempt in range(2):
+            try:
+                self.client.indices.create(index=lock, body=body)
+                return True
+            except os_errors.RequestError as exc:
+                if exc.error != "resource_already_exists_exception":
+                    raise
+            if not self._lock_is_stale(lock):
+                return False
+            self.client.indices.delete(index=lock, ignore_unavailable=True)
+        return False
+
+    def _lock_holder(self, lock: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.client.indices.get_mapping(index=lock, ignore=404)
+        meta = found.get(lock, {}).get("mappings", {}).get("_meta", {})
+        return meta if isinstance(meta, dict) else {}
+
+    def _lock_is_stale(self, lock: str) -> bool:
+        """A lock taken on this machine by a process that no longer runs (a killed rebuild)."""
+        holder = self._lock_holder(lock)
+        if holder.get("host") != socket.gethostname():
+            return False
+        try:
+            os.kill(int(holder.get("pid", 0)), 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, ValueError):
+            return False
+        return False
+
+    def _lock_message(self, lock: str) -> str:
+        holder = self._lock_holder(lock)
+        who = f" (process {holder.get('pid')} on {holder.get('host')}, since {holder.get('started')})" if holder else ""
+        return (
+            f"another rebuild of alias {self.alias!r} is running{who}; if it died on another machine, "
+            f"delete the index {lock!r}"
+        )
+
+    # Loading and publishing -----------------------------------------------------------
+
+    def load(self, actions: Iterable[dict[str, Any]], progress: Callable[[int], None]) -> None:
+        """Send bulk actions; the first one the cluster refuses fails the rebuild."""
+        for ok, item in streaming_bulk(self.client, actions, chunk_size=BULK_CHUNK, raise_on_error=False):
+            if not ok:
+                failed = next(iter(item.values()))
+                raise RebuildFailed(
+                    f"the cluster refused paper {failed.get('_id')!r}: {failure_reason(failed.get('error'))}; "
+                    "the published index is unchanged"
+                )
+            progress(1)
+
+    def replicate(self, name: str, replicas: int) -> None:
+        """Turn on refreshes and replicas (off while loading, for speed), then wait for them."""
+        settings = {"index": {"number_of_replicas": replicas, "refresh_interval": None}}
+        self.client.indices.put_settings(index=name, body=settings)
+        self.client.indices.refresh(index=name)
+        health = self.client.cluster.health(
+            index=name,
+            params={"wait_for_status": "green", "timeout": f"{_REPLICAS_WAIT}s"},
+            request_timeout=_REPLICAS_WAIT + 10,
+        )
+        if health.get("timed_out"):
+            raise RebuildFailed(
+                f"new index {name} did not get its {replicas} replica(s) within "
+                f"{_REPLICAS_WAIT} s (status {health.get('status')}; a cluster needs more nodes than replicas); "
+                "not published"
+            )
+
+    def check(self, name: str, expected: int) -> None:
+        found = self.client.count(index=name)["count"]
+        if found != expected:
+            raise RebuildFailed(f"new index {name} holds {found} papers, expected {expected}; not published")
+
+    def publish(self, name: str) -> None:
+        """Move the alias in one atomic call: no moment without an index, none with two."""
+        actions: list[dict[str, Any]] = [{"add": {"index": name, "alias": self.alias}}]
+        actions += [{"remove": {"index": old, "alias": self.alias}} for old in self.aliased()]
+        self.client.indices.update_aliases(body={"actions": actions})
+
+    def aliased(self) -> list[str]:
+        """The indices the alias points at (none before the first rebuild)."""
+        found = self.client.indices.get_alias(name=self.alias, ignore=404)  # 404: no alias, not an error
+        return [] if found.get("status") == 404 else sorted(found)
+
+    def serving(self) -> str:
+        """The published index (IndexUnavailable before the first rebuild)."""
+        indices = self.aliased()
+        if not indices:
+            raise IndexUnavailable(
+                f"no index is published under alias {self.alias!r} on the OpenSearch cluster at {self.where}: "
+                "run `searchsvc rebuild`"
+            )
+        return indices[0]
+
+    def prune(self, keep: str | None) -> None:
+        """Delete this alias's generations that it does not point at (and not `keep`)."""
+        serving = set(self.aliased()) | {keep}
+        existing = self.client.indices.get(index=f"{self.alias}-*", ignore_unavailable=True, allow_no_indices=True)
+        for index in existing:
+            if self._generation.fullmatch(index) and index not in serving:
+                self.client.indices.delete(index=index, ignore_unavailable=True)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

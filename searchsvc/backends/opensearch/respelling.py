@@ -1,0 +1,66 @@
+""""Did you mean" on the cluster: which query words no paper has, and the respellings it knows.
+
+Both travel with the search itself (a `filters` aggregation over every paper and the term
+suggester); which respelling wins, and whether it is offered, is `core.spelling`'s rule.
+"""
+
+from __future__ import annotations
+
+from searchsvc.backends.opensearch.mapping import EXACT, TEXT_FIELDS
+from searchsvc.backends.opensearch.querying import WORDS, Dsl
+from searchsvc.core import spelling
+from searchsvc.core.query import Node
+from searchsvc.core.text import fold
+
+_OPTIONS = 10  # respellings the suggester offers per word and field
+
+
+def unstemmed_tokens(text: str) -> list[str]:
+    """`text`'s words as the `.exact` subfields index them (folded, unstemmed)."""
+    return [match.group() for match in WORDS.finditer(fold(text))]
+
+
+def checks(tree: Node | None) -> list[spelling.Check]:
+    return spelling.checks(tree, unstemmed_tokens)
+
+
+def aggs_and_suggesters(checks: list[spelling.Check]) -> tuple[Dsl, Dsl]:
+    """What a search body adds to learn which checked words some paper has, and their respellings."""
+    exact = [f"{field}.{EXACT}" for field in TEXT_FIELDS]
+    known = {str(i): {"multi_match": {"query": check.word, "fields": exact}} for i, check in enumerate(checks)}
+    aggs = {"spelling": {"global": {}, "aggs": {"known": {"filters": {"filters": known}}}}}
+    suggest = {
+        f"{field}_{i}": {
+            "text": check.word,
+            "term": {
+                "field": f"{field}.{EXACT}",
+                "suggest_mode": "missing",
+                "prefix_length": 1,  # the core rule trusts the first letter anyway
+                "min_word_length": spelling.MIN_WORD_LENGTH,
+                "max_edits": spelling.MAX_EDITS,
+                "size": _OPTIONS,
+            },
+        }
+        for i, check in enumerate(checks)
+        for field in TEXT_FIELDS
+    }
+    return aggs, suggest
+
+
+def respellings(checks: list[spelling.Check], response: Dsl) -> dict[spelling.Check, str]:
+    """The core rule's respelling of each checked word that no paper contains."""
+    known = response["aggregations"]["spelling"]["known"]["buckets"]
+    chosen = {}
+    for i, check in enumerate(checks):
+        if known[str(i)]["doc_count"]:
+            continue
+        options = [
+            (option["text"], int(option.get("freq", 0)))
+            for field in TEXT_FIELDS
+            for entry in response.get("suggest", {}).get(f"{field}_{i}", [])
+            for option in entry["options"]
+        ]
+        better = spelling.choose(check.word, options)
+        if better is not None:
+            chosen[check] = better
+    return chosen

@@ -1,0 +1,168 @@
+"""Search bodies: a request's plan, its pages and sorts, highlights, tiers and facet aggregations.
+
+Pure functions of the request and the settings; nothing here talks to the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, VECTOR
+from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
+from searchsvc.core.model import FACETS, SearchRequest
+from searchsvc.core.query import Node, check_term_count, parse, required_words
+from searchsvc.settings import Settings
+
+SOURCE = ["id", "title", "abstract", "year", "subjects", "authors"]
+FACET_FIELDS = {"year": "year", "subject": "subjects", "author": AUTHOR_VALUE}
+FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}"}
+# Values fetched per facet before the display order is applied: the cluster orders ties by
+# raw bytes, the service case-insensitively, so a few more than shown must come back.
+FACET_HEADROOM = 10
+LIKE_TERMS = 12  # as the Whoosh backend's RELATED_KEY_TERMS
+_BY_YEAR = {"order": "desc", "missing": "_last"}
+SORTS = {
+    # Ties go to the newer paper, then the id: core.paper.catalogue_key, as on the Whoosh backend.
+    "relevance": [{"_score": "desc"}, {"year": _BY_YEAR}, {"id": "asc"}],
+    "newest": [{"year": _BY_YEAR}, {"id": "asc"}],
+    "oldest": [{"year": {"order": "asc", "missing": "_last"}}, {"id": "asc"}],
+}
+HIGHLIGHT = {
+    "pre_tags": ["<mark>"],
+    "post_tags": ["</mark>"],
+    "encoder": "html",  # the cluster escapes the text around the marks
+    "fields": {
+        **{name: {"number_of_fragments": 0} for name in ("title", f"title.{EXACT}")},
+        **{name: {"fragment_size": 120, "number_of_fragments": 2} for name in ("abstract", f"abstract.{EXACT}")},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A request translated: the scored query, the all-words tier, and the facet filters."""
+
+    tree: Node | None
+    scored: Dsl
+    required: Dsl | None
+    filters: dict[str, Dsl | None]
+
+    @property
+    def post_filter(self) -> Dsl:
+        """Every facet's filter: narrows the hits, not the facet counts."""
+        return all_of(list(self.filters.values()))
+
+    @property
+    def tiered(self) -> bool:
+        """Whether papers matching all words of a group come first (core.ranking's tiers)."""
+        return self.required is not None
+
+    def all_words_agg(self) -> Dsl:
+        """Counts the papers of the all-words tier that the filters let through."""
+        assert self.required is not None
+        return {"filter": all_of([*self.filters.values(), self.required])}
+
+    def tier_query(self, tier: int) -> Dsl:
+        """The scored query narrowed to one tier: all words (0), or only some (1)."""
+        if self.required is None:
+            return self.scored
+        placed = {"filter": [self.required]} if tier == 0 else {"must_not": [self.required]}
+        return {"bool": {"must": [self.scored], **placed}}
+
+    def finds_all_words(self) -> Dsl:
+        """The papers a respelled query would count as finding: filtered, matching all words."""
+        wanted = all_of([*self.filters.values(), self.required or self.scored])
+        return {"bool": {"must": [self.scored], "filter": [wanted]}}
+
+
+def plan(request: SearchRequest, settings: Settings) -> Plan:
+    tree = parse(request.q)
+    check_term_count(tree, settings.max_query_terms)
+    required = required_words(tree)
+    return Plan(
+        tree=tree,
+        scored=MATCH_ALL if tree is None else translate(tree),
+        required=None if required is None else all_words(required),
+        filters=filters(request),
+    )
+
+
+def page(sort: str, start: int, size: int, highlight: bool, with_vectors: bool = False) -> Dsl:
+    """The part of a search body that asks for places [start, start + size) in `sort` order."""
+    fields = [*SOURCE, VECTOR] if with_vectors else SOURCE
+    body: Dsl = {"from": start, "size": size, "sort": SORTS[sort], "_source": fields}
+    if highlight:
+        body["highlight"] = HIGHLIGHT
+    return body
+
+
+def facet_aggs(plan: Plan, settings: Settings) -> Dsl:
+    """Multi-select: each facet counted under the query and every filter but its own."""
+    aggs = {}
+    for name in FACETS:
+        others = [f for other, f in plan.filters.items() if other != name]
+        aggs[f"facet_{name}"] = {"filter": all_of(others), "aggs": {"values": _values_agg(name, settings)}}
+    return aggs
+
+
+def _values_agg(name: str, settings: Settings) -> Dsl:
+    if name == "year":
+        return {"terms": {"field": "year", "size": settings.year_facet_limit, "order": {"_key": "desc"}}}
+    size = settings.facet_limit + FACET_HEADROOM
+    return {"terms": {"field": FACET_FIELDS[name], "size": size, "order": [{"_count": "desc"}, {"_key": "asc"}]}}
+
+
+def selection_aggs(request: SearchRequest, settings: Settings) -> Dsl:
+    """The index's own spelling of the selected values, over every paper (a global aggregation)."""
+    selected: Dsl = {}
+    if request.year_from is not None or request.year_to is not None:
+        selected["year"] = {
+            "filter": year_range(request.year_from, request.year_to),
+            "aggs": {"values": {"terms": {"field": "year", "size": settings.year_facet_limit}}},
+        }
+    for name, wanted in (("subject", request.subject), ("author", request.author)):
+        if wanted:
+            selected[name] = {
+                "filter": {"terms": {FOLDED_FIELDS[name]: list(wanted)}},
+                "aggs": {"values": {"terms": {"field": FACET_FIELDS[name], "size": 10 * len(wanted)}}},
+            }
+    return {"selected": {"global": {}, "aggs": selected}} if selected else {}
+
+
+def lookup_aggs(plan: Plan, name: str, folded_prefix: str, limit: int, settings: Settings) -> Dsl:
+    """Values of facet `name` with a word starting with `folded_prefix`, counted under the
+    query and every other facet's filter."""
+    others = all_of([f for other, f in plan.filters.items() if other != name])
+    if name == "year":
+        values: Dsl = {"terms": {"field": "year", "size": settings.year_facet_limit}}
+    else:
+        values = {
+            "terms": {
+                "field": FOLDED_FIELDS[name],
+                "include": rf"(.*[^a-z0-9])?{_regexp_literal(folded_prefix)}.*" if folded_prefix else ".*",
+                "size": limit + 1 + FACET_HEADROOM,
+                "order": [{"_count": "desc"}, {"_key": "asc"}],
+            },
+            "aggs": {"shown": {"terms": {"field": FACET_FIELDS[name], "size": 1}}},
+        }
+    return {"lookup": {"filter": others, "aggs": {"values": values}}}
+
+
+def more_like(index: str, paper_id: str, any_word: bool) -> Dsl:
+    """Papers sharing the paper's most distinctive words (the paper itself excluded): by
+    default 30% of them; with `any_word` one is enough (candidates to be ordered by meaning)."""
+    like: Dsl = {
+        "fields": list(TEXT_FIELDS),
+        "like": [{"_index": index, "_id": paper_id}],
+        "min_term_freq": 1,
+        "min_doc_freq": 1,
+        "max_query_terms": LIKE_TERMS,
+    }
+    if any_word:
+        like["minimum_should_match"] = 1
+    return {"more_like_this": like}
+
+
+def _regexp_literal(text: str) -> str:
+    """`text` as a literal in Lucene's regular expression syntax."""
+    return "".join(f"\\{char}" if not char.isalnum() else char for char in text)

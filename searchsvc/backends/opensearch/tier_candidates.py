@@ -1,0 +1,48 @@
+"""A search's tiers as the core ranking policy asks for them: places in lexical order.
+
+Each ask is one search of one tier: the page's places, or with ranking by meaning the tier's
+first `fusion.CANDIDATES`, with their vectors. What comes first is decided by core.ranking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from searchsvc.backends.opensearch.asking import AliasSearches
+from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.backends.opensearch.search_bodies import Plan, page
+from searchsvc.backends.opensearch.vectors import vectors_of
+from searchsvc.core.paper import catalogue_key
+from searchsvc.core.ranking import Candidates
+
+
+class TierCandidates:
+    """Candidates of `plan`'s tiers (hit documents, highlighted if `highlight`)."""
+
+    def __init__(self, searches: AliasSearches, plan: Plan, highlight: bool, timeout: Dsl) -> None:
+        self._searches = searches
+        self._plan = plan
+        self._highlight = highlight
+        self._timeout = timeout
+
+    def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
+        body = {
+            "query": self._plan.tier_query(tier),
+            "post_filter": self._plan.post_filter,
+            "track_total_hits": False,
+            **self._timeout,
+            **page("relevance", low, high - low, self._highlight, with_vectors),
+        }
+        docs = self._searches.search(body)["hits"]["hits"]
+        scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
+        vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
+        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+
+
+def catalogue_ranks(docs: list[Dsl]) -> np.ndarray:
+    """Each document's place in catalogue order (newest first, then id) among `docs`."""
+    sources = [doc["_source"] for doc in docs]
+    order = sorted(range(len(docs)), key=lambda i: catalogue_key(sources[i].get("year"), sources[i]["id"]))
+    ranks = np.empty(len(docs), dtype=np.int64)
+    ranks[order] = np.arange(len(docs))
+    return ranks

@@ -1,0 +1,109 @@
+"""Paper vectors inside the published index, so every web node reads them with the papers.
+
+A paper's document holds the vector the content-keyed store (`semantic.store`) has for its
+text, as base64 of the same float16 bytes, so both engines fuse exactly the same numbers. A
+rebuild loads each paper with its vector when the store already has it; `embed_index` then
+embeds the papers whose text is new, writes their vectors into the published index with
+partial updates, and refreshes it: searches rank lexically until then (a tier is fused only
+when each of its candidates has a vector).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from opensearchpy import OpenSearch
+from opensearchpy.helpers import scan
+
+from searchsvc.backends.opensearch.mapping import CONTENT_KEY, EMBEDDED, VECTOR
+from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.backends.opensearch.rebuilding import Generations
+from searchsvc.core.paper import Paper, catalogue_key
+from searchsvc.core.progress import ProgressFactory
+from searchsvc.semantic.embedding import embed_new
+from searchsvc.semantic.encoder import DIMENSIONS, shared_encoder
+from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, load, lookup, paper_text
+
+MISSING: Dsl = {"bool": {"must_not": [{"term": {EMBEDDED: True}}]}}  # papers without a vector yet
+_SCROLL = "5m"
+
+
+def vector_fields(vector: np.ndarray) -> Dsl:
+    """A document's fields for a float16 row of the store."""
+    return {VECTOR: base64.b64encode(vector.astype(np.float16).tobytes()).decode("ascii"), EMBEDDED: True}
+
+
+def decoded(value: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(value), dtype=np.float16)
+
+
+def vectors_of(sources: Iterable[Dsl]) -> np.ndarray | None:
+    """The documents' vectors (a row each), or None when some has none yet."""
+    values = [source.get(VECTOR) for source in sources]
+    if not values or any(value is None for value in values):
+        return None
+    return np.vstack([decoded(value) for value in values]).reshape(len(values), DIMENSIONS)
+
+
+def paper_key(paper: Paper) -> bytes:
+    return content_key(paper_text(paper.title, paper.abstract))
+
+
+def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
+    """Each paper's document, with its content key, and its vector when the store has one."""
+    stored = load(store)
+    listed = list(papers)
+    keys = np.array([paper_key(paper) for paper in listed], dtype=f"S{KEY_BYTES}")
+    rows, found = lookup(stored, keys)
+    for paper, key, row, known in zip(listed, keys, rows, found, strict=True):
+        document = {**paper.stored(), CONTENT_KEY: key.hex()}
+        if known:
+            document.update(vector_fields(stored.vectors[row]))
+        yield document
+
+
+def embed_index(client: OpenSearch, generations: Generations, store: Path, progress: ProgressFactory) -> int:
+    """Embed the published index's papers whose text the store lacks, give every paper that
+    has no vector yet its vector, and refresh; return how many papers were embedded."""
+    index = generations.serving()
+    order = _catalogue(client, index)
+    keys = np.array([bytes.fromhex(key) for _id, key in order], dtype=f"S{KEY_BYTES}")
+    lacking = {hit["_id"]: hit["_source"] for hit in _scanned(client, index, MISSING, ["title", "abstract"])}
+
+    def text(i: int) -> str:
+        paper_id = order[i][0]
+        source = lacking.get(paper_id) or client.get(index=index, id=paper_id)["_source"]
+        return paper_text(source["title"], source.get("abstract") or "")
+
+    embedded = embed_new(store, keys, text, shared_encoder, progress)
+    if lacking:
+        generations.load(_updates(index, load(store), order, set(lacking)), lambda _done: None)
+        client.indices.refresh(index=index)
+    return embedded
+
+
+def _catalogue(client: OpenSearch, index: str) -> list[tuple[str, str]]:
+    """(id, content key) of every paper, in catalogue order: the store then lists its keys in
+    the order the Whoosh backend writes them, so one store serves both without being rewritten."""
+    found = [(hit["_source"], hit["_id"]) for hit in _scanned(client, index, None, ["year", CONTENT_KEY])]
+    found.sort(key=lambda item: catalogue_key(item[0].get("year"), item[1]))
+    return [(paper_id, source[CONTENT_KEY]) for source, paper_id in found]
+
+
+def _updates(index: str, stored: StoredVectors, order: list[tuple[str, str]], ids: set[str]) -> Iterator[Dsl]:
+    """Partial updates giving each paper of `ids` its stored vector."""
+    wanted = [(paper_id, key) for paper_id, key in order if paper_id in ids]
+    keys = np.array([bytes.fromhex(key) for _id, key in wanted], dtype=f"S{KEY_BYTES}")
+    rows, found = lookup(stored, keys)
+    for (paper_id, _key), row, known in zip(wanted, rows, found, strict=True):
+        if known:
+            yield {"_op_type": "update", "_index": index, "_id": paper_id, "doc": vector_fields(stored.vectors[row])}
+
+
+def _scanned(client: OpenSearch, index: str, query: Dsl | None, fields: list[str]) -> Iterator[dict[str, Any]]:
+    body: Dsl = {"query": query or {"match_all": {}}, "_source": fields}
+    return scan(client, index=index, query=body, scroll=_SCROLL, size=1000)
