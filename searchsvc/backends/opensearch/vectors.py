@@ -30,6 +30,7 @@ from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, load
 
 MISSING: Dsl = {"bool": {"must_not": [{"term": {EMBEDDED: True}}]}}  # papers without a vector yet
 _SCROLL = "5m"
+_MERGE_WAIT = 600  # seconds for the merge that drops the updated documents' old copies
 
 
 def vector_fields(vector: np.ndarray) -> Dsl:
@@ -83,6 +84,9 @@ def embed_index(client: OpenSearch, generations: Generations, store: Path, progr
     if lacking:
         generations.load(_updates(index, load(store), order, set(lacking)), lambda _done: None)
         client.indices.refresh(index=index)
+        # An update rewrites its document, and the old copy counts in word statistics until its
+        # segment merges: scores would drift from a fresh load's (and from Whoosh's) until then.
+        client.indices.forcemerge(index=index, params={"only_expunge_deletes": "true"}, request_timeout=_MERGE_WAIT)
     return embedded
 
 
