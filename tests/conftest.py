@@ -16,11 +16,9 @@ from flask.testing import FlaskClient
 
 from searchsvc.backends.whoosh import WhooshBackend
 from tests.helpers.apps import app_for, without_searchsvc_environment
-from tests.helpers.indexes import build_index
+from tests.helpers.indexes import MakeIndex, build_index
 from tests.helpers.opensearch_cluster import opensearch_cluster  # noqa: F401 (the session's 2-node test cluster)
 from tests.helpers.paths import SEEDS
-
-MakeIndex = Callable[..., WhooshBackend]
 
 
 @pytest.fixture(autouse=True)

@@ -6,16 +6,18 @@ fixture (tests/conftest.py) is the same under a test's `tmp_path`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.core.model import SearchRequest
 from searchsvc.ingest.rebuild import rebuild
 from tests.helpers.apps import settings_for
 from tests.helpers.records import write_jsonl
 
 RECORDS_FILE = "records.jsonl"  # the name `build_index` gives the records it writes
+MakeIndex = Callable[..., WhooshBackend]  # the `make_index` fixture
 
 
 def build_index(
@@ -36,3 +38,8 @@ def build_index(
     backend = WhooshBackend(settings_for(index_dir, **settings))
     rebuild(backend, paths)
     return backend
+
+
+def titles(backend: WhooshBackend) -> set[str]:
+    """The titles of the first 100 papers `backend` serves."""
+    return {hit.title for hit in backend.search(SearchRequest(per_page=100)).hits}

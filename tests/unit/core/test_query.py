@@ -1,4 +1,5 @@
-"""The query language: what each piece of syntax means, and the errors for what does not parse."""
+"""The query language: what each piece of syntax means, the errors for what does not parse, and the words
+the model reads for ranking by meaning."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from searchsvc.core.query import (
     Prefix,
     Word,
     Years,
+    meaning,
     parse,
     required_words,
     split_group,
@@ -132,3 +134,18 @@ def test_syntax_errors_say_what_and_where(query: str, message: str, column: int)
     assert error.details["column"] == column
     assert error.details["q"][0].startswith(message)
     assert error.details["q"][0].endswith(f"(column {column})")
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("embedding tables", "embedding tables"),
+        ('"model compression" -survey', "model compression"),
+        ("title:hashing OR abstract:sketches", "hashing sketches"),
+        ("author:naumov year:2020", ""),
+        ("embed* NOT quantization", ""),
+        ("(fp8 AND training) OR author:smith", "fp8 training"),
+    ],
+)
+def test_the_model_reads_the_query_words_about_the_papers_text(query: str, text: str) -> None:
+    assert meaning(parse(query)) == text

@@ -1,3 +1,5 @@
+"""Profile pages in the seed format: read exactly, and every malformed page named by file and line."""
+
 from __future__ import annotations
 
 import re
@@ -5,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core.errors import SearchsvcError, SourceFormatError
+from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.paper import paper_id_for_title
-from searchsvc.ingest.sources import discover, read_records
 from searchsvc.ingest.profile import read_profile
 from tests.helpers.paths import SEEDS
 from tests.helpers.records import profile_page
@@ -133,26 +134,3 @@ def test_not_utf8_names_the_line(write) -> None:
     error = _error(path)
     assert error.line == path.read_bytes().split(b"\n").index(b"Caf\xe9") + 1
     assert error.problem == "not UTF-8 text (byte 4 of the line)"
-
-
-def test_discover_sorts_and_filters(tmp_path: Path) -> None:
-    (tmp_path / "b").mkdir()
-    for name in ["b/2.txt", "a.jsonl", "notes.md", "b/1.jsonl"]:
-        (tmp_path / name).write_text("x")
-    found = discover([tmp_path / "b", tmp_path])
-    assert found == [tmp_path / "a.jsonl", tmp_path / "b/1.jsonl", tmp_path / "b/2.txt"]
-
-
-def test_discover_rejects_unknown_and_missing(tmp_path: Path) -> None:
-    (tmp_path / "x.csv").write_text("x")
-    with pytest.raises(SourceFormatError, match=r"x\.csv:1: unsupported source format '\.csv'"):
-        discover([tmp_path / "x.csv"])
-    with pytest.raises(SearchsvcError, match=r"missing\.txt: no such file or folder"):
-        discover([tmp_path / "missing.txt"])
-
-
-def test_read_records_streams_every_file_in_order() -> None:
-    files = discover([SEEDS])
-    papers = list(read_records(files, lambda message: None))
-    assert len(papers) == 36
-    assert [p.sources[0].path for p in papers] == [str(files[0])] * 18 + [str(files[1])] * 18

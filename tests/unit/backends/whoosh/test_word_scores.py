@@ -65,10 +65,10 @@ def test_numpy_scores_match_whoosh_matchers(acl_backend, monkeypatch: pytest.Mon
     requests = _queries(records, 80)
     plan = word_scores.plan
     planned = []
-    monkeypatch.setattr(vectorized, "plan", lambda *args: planned.append(plan(*args)) or planned[-1])
+    monkeypatch.setattr(word_scores, "plan", lambda *args: planned.append(plan(*args)) or planned[-1])
     fast = [_view(backend, r) for r in requests]
     assert sum(p is not None for p in planned) > 60
-    monkeypatch.setattr(vectorized, "plan", lambda compiled, searcher: None)
+    monkeypatch.setattr(word_scores, "plan", lambda compiled, searcher: None)
     slow = [_view(backend, r) for r in requests]
     for request, a, b in zip(requests, fast, slow, strict=True):
         assert a == b, request.q
