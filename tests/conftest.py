@@ -44,7 +44,13 @@ def write(tmp_path: Path) -> Callable[[str, str | bytes], Path]:
 
 
 @pytest.fixture
-def make_index(tmp_path: Path) -> MakeIndex:
+def index_dir(tmp_path: Path) -> Path:
+    """Where a test's own index goes; nothing is there until a rebuild publishes one."""
+    return tmp_path / "index"
+
+
+@pytest.fixture
+def make_index(index_dir: Path) -> MakeIndex:
     """`make_index(records, sources=(), **settings)`: a Whoosh backend on tmp_path/index, published by the
     real rebuild from `sources` and `records` (written to tmp_path/sources/records.jsonl).
 
@@ -53,7 +59,7 @@ def make_index(tmp_path: Path) -> MakeIndex:
     def _make(
         records: Iterable[dict[str, Any]] | None = None, *, sources: Sequence[Path] = (), **settings: Any
     ) -> WhooshBackend:
-        return build_index(tmp_path / "index", records, sources=sources, **settings)
+        return build_index(index_dir, records, sources=sources, **settings)
 
     return _make
 

@@ -7,7 +7,7 @@ or an OpenSearch index behind its own alias on the session's 2-node test cluster
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from searchsvc.settings import Settings, load_settings
 from tests.helpers.records import write_jsonl
 
 BACKENDS = ("whoosh", "opensearch")
+Build = Callable[[list[dict]], Flask]  # records in, an app serving them out (tests/contract/conftest.py)
 _ALIAS_PREFIX = "test-"
 _serial = itertools.count()
 

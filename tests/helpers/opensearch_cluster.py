@@ -6,8 +6,8 @@ classpath plugins (netty4 HTTP/transport, analysis-common), the way OpenSearch's
 module builds it when needed, starts one JVM per node (own process group, logs to files) and stops them by PID.
 
 From pytest: the session fixture `opensearch_cluster` (a `Cluster`). From a shell:
-    python tests/helpers/opensearch_cluster.py start --dir /tmp/oscluster   # prints the URLs, leaves the cluster running
-    python tests/helpers/opensearch_cluster.py stop --dir /tmp/oscluster    # stops it by the PIDs saved under --dir
+    python tests/helpers/opensearch_cluster.py start --dir /tmp/oscluster  # prints the URLs, leaves it running
+    python tests/helpers/opensearch_cluster.py stop --dir /tmp/oscluster   # stops it by the PIDs saved under --dir
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What only the OpenSearch backend has: a real 2-node cluster, shards on both nodes, alias moves,
-rebuild locks, a node dying mid-search, an unreachable cluster, and the cluster's own refusals.
+rebuild locks, a node dying mid-search, and the cluster's own refusals.
 
-The behaviour both backends share is tested once, against both, in test_contract.py.
+The behaviour both backends share is tested once, against both, in tests/contract/; what needs no cluster
+in tests/unit/backends/opensearch/.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tests.helpers.apps import error_of
 from tests.helpers.backends import BackendFactory
 from tests.helpers.opensearch_cluster import Cluster
 from tests.helpers.paths import REPO, SEEDS
-from tests.helpers.records import jsonl, made_up_papers
+from tests.helpers.records import made_up_papers, write_jsonl
 
 
 @pytest.fixture
@@ -42,12 +43,6 @@ def cluster_client(opensearch_cluster: Cluster) -> Iterator[OpenSearch]:
     client = OpenSearch(hosts=opensearch_cluster.urls)
     yield client
     client.close()
-
-
-def records_file(tmp_path: Path, name: str, records: list[dict]) -> Path:
-    path = tmp_path / name
-    path.write_text(jsonl(records), encoding="utf-8")
-    return path
 
 
 def test_the_published_index_spreads_over_both_nodes(factory: BackendFactory, cluster_client: OpenSearch) -> None:
@@ -68,8 +63,8 @@ def test_a_rebuild_moves_the_alias_and_deletes_the_old_index(
 ) -> None:
     settings = factory.settings()
     backend = OpenSearchBackend(settings)
-    first = rebuild(backend, [records_file(tmp_path, "a.jsonl", made_up_papers("wombat", 3))]).generation
-    second = rebuild(backend, [records_file(tmp_path, "b.jsonl", made_up_papers("numbat", 5))]).generation
+    first = rebuild(backend, [write_jsonl(tmp_path / "a.jsonl", made_up_papers("wombat", 3))]).generation
+    second = rebuild(backend, [write_jsonl(tmp_path / "b.jsonl", made_up_papers("numbat", 5))]).generation
     assert second != first
     assert list(cluster_client.indices.get_alias(name=settings.opensearch_index)) == [second]
     assert not cluster_client.indices.exists(index=first)
@@ -84,7 +79,7 @@ def test_a_rebuild_failing_half_way_leaves_the_alias_where_it_was(
 ) -> None:
     settings = factory.settings()
     backend = OpenSearchBackend(settings)
-    serving = rebuild(backend, [records_file(tmp_path, "a.jsonl", made_up_papers("wombat", 3))]).generation
+    serving = rebuild(backend, [write_jsonl(tmp_path / "a.jsonl", made_up_papers("wombat", 3))]).generation
     load = OpenSearchBackend._load
 
     def load_then_fail(self: OpenSearchBackend, name: str, papers, progress) -> None:  # type: ignore[no-untyped-def]
@@ -93,7 +88,7 @@ def test_a_rebuild_failing_half_way_leaves_the_alias_where_it_was(
 
     monkeypatch.setattr(OpenSearchBackend, "_load", load_then_fail)
     with pytest.raises(RebuildFailed):
-        rebuild(backend, [records_file(tmp_path, "b.jsonl", made_up_papers("numbat", 5))])
+        rebuild(backend, [write_jsonl(tmp_path / "b.jsonl", made_up_papers("numbat", 5))])
     assert list(cluster_client.indices.get_alias(name=settings.opensearch_index)) == [serving]
     assert list(cluster_client.indices.get(index=f"{settings.opensearch_index}-2*")) == [serving]  # no partial index
     assert backend.search(SearchRequest(q="wombat")).total == 3
@@ -180,24 +175,14 @@ def test_searches_go_on_while_a_node_dies(factory: BackendFactory, opensearch_cl
 
 
 @pytest.mark.reliability
-def test_an_unreachable_cluster_is_a_503_saying_so(tmp_path: Path) -> None:
-    app = create_app({"backend": "opensearch", "opensearch_url": "http://127.0.0.1:9", "opensearch_index": "x"})
-    client = app.test_client()
-    for url in ("/api/search?q=x", "/readyz", "/api/papers/x"):
-        error = error_of(client, url, 503)
-        assert error["code"] == "index_unavailable"
-        assert "cannot reach the OpenSearch cluster at http://127.0.0.1:9" in error["message"]
-
-
-@pytest.mark.reliability
-def test_a_wildcard_the_cluster_will_not_expand_is_a_400(factory: BackendFactory, tmp_path: Path) -> None:
+def test_a_wildcard_the_cluster_will_not_expand_is_a_400(factory: BackendFactory) -> None:
     """2,600 words start with `zq`: on either shard more than the cluster's clause limit (1,024)
     for one wildcard. (The cluster applies its own limit, per shard, instead of max_wildcard_terms.)"""
     records = [
         {"id": str(n), "title": f"Paper {n}", "abstract": " ".join(f"zq{n:04d}{k}" for k in range(10))}
         for n in range(260)
     ]
-    client = factory.publish([records_file(tmp_path, "many.jsonl", records)]).test_client()
+    client = factory.publish_records(records).test_client()
     error = error_of(client, "/api/search?q=zq*", 400)
     assert error["code"] == "query_too_broad"
     assert "type more letters" in error["message"]

@@ -1,8 +1,9 @@
-"""The JSON API on the Whoosh backend: what is not part of the contract both backends share (test_contract.py)."""
+"""The JSON API on the Whoosh backend: what is not part of the contract both backends share (tests/contract/)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,8 @@ def test_the_cli_prints_the_document_the_api_returns(client: FlaskClient, seed_b
 
 
 @pytest.mark.reliability
-def test_export_stops_at_the_configured_limit(seed_backend: WhooshBackend) -> None:
-    client = app_for(seed_backend.settings.index_dir, max_export=3).test_client()
+def test_export_stops_at_the_configured_limit(seed_app_with: Callable[..., Flask]) -> None:
+    client = seed_app_with(max_export=3).test_client()
     response = client.get("/api/export?format=jsonl")
     assert len(response.get_data(as_text=True).splitlines()) == 3
     assert response.headers["X-Export-Limit"] == "3"
@@ -49,8 +50,8 @@ def test_export_stops_at_the_configured_limit(seed_backend: WhooshBackend) -> No
 
 
 @pytest.mark.reliability
-def test_a_wildcard_expanding_beyond_the_limit_is_a_400(seed_backend: WhooshBackend) -> None:
-    client = app_for(seed_backend.settings.index_dir, max_wildcard_terms=2).test_client()
+def test_a_wildcard_expanding_beyond_the_limit_is_a_400(seed_app_with: Callable[..., Flask]) -> None:
+    client = seed_app_with(max_wildcard_terms=2).test_client()
     error = error_of(client, "/api/search?q=embed*", 400)
     assert error["code"] == "query_too_broad"
     assert error["details"]["q"] == [

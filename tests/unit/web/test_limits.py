@@ -1,14 +1,17 @@
-"""The limits that bound a search's work: terms per query and time per search."""
+"""The limits that bound a search's work, through the API and the page: terms per query and time per search.
+
+The clock inside long loops: tests/unit/core/test_deadline.py and
+tests/unit/backends/whoosh/test_deadline_collectors.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.core.deadline import CHECK_EVERY, Deadline
-from searchsvc.core.errors import SearchTimedOut
-from tests.helpers.apps import app_for
 
 pytestmark = pytest.mark.reliability
 
@@ -23,14 +26,14 @@ def test_a_query_with_more_terms_than_the_limit_is_a_400(client: FlaskClient, se
     assert error["code"] == "query_too_broad" and f"at most {limit}" in error["message"]
 
 
-def test_phrases_and_wildcards_count_as_terms(seed_backend: WhooshBackend) -> None:
-    client = app_for(seed_backend.settings.index_dir, max_query_terms=3).test_client()
+def test_phrases_and_wildcards_count_as_terms(seed_app_with: Callable[..., Flask]) -> None:
+    client = seed_app_with(max_query_terms=3).test_client()
     assert client.get("/api/search", query_string={"q": '"embedding tables" graph* training'}).status_code == 200
     assert client.get("/api/search", query_string={"q": '"embedding tables" graph* training memory'}).status_code == 400
 
 
-def test_a_search_past_its_time_limit_is_a_clear_503(seed_backend: WhooshBackend) -> None:
-    client = app_for(seed_backend.settings.index_dir, search_time_limit_ms=0).test_client()
+def test_a_search_past_its_time_limit_is_a_clear_503(seed_app_with: Callable[..., Flask]) -> None:
+    client = seed_app_with(search_time_limit_ms=0).test_client()
     for path in (
         "/api/search?q=embedding",
         "/api/search?q=",
@@ -45,36 +48,3 @@ def test_a_search_past_its_time_limit_is_a_clear_503(seed_backend: WhooshBackend
     html = page.get_data(as_text=True)
     assert page.status_code == 503 and "took longer than its limit" in html and 'role="alert"' in html
     assert 'value="embedding"' in html  # the form is still filled in
-
-
-def test_the_clock_is_checked_inside_long_loops() -> None:
-    now = [0.0]
-    deadline = Deadline(1000, clock=lambda: now[0])
-    seen = 0
-    with pytest.raises(SearchTimedOut):
-        for _ in deadline.bounded(range(10 * CHECK_EVERY)):
-            seen += 1
-            now[0] += 0.001  # a millisecond a document: the limit passes at document 1000
-    assert seen == CHECK_EVERY - 1  # stopped at the first look at the clock after the limit
-
-
-def test_scoring_checks_the_clock_and_otherwise_ranks_as_whoosh(
-    seed_backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from whoosh import query
-
-    from searchsvc.backends.whoosh import deadline_collectors as bounded
-
-    monkeypatch.setattr(bounded, "CHECK_EVERY", 1)
-    searcher = seed_backend._generations.get().searcher
-    anything = query.Or([query.Term("abstract", "model"), query.Term("abstract", "train")])
-    allowed = {0, 2, 3, 5, 8, 13, 21}
-    expected = searcher.search(anything, limit=5, filter=allowed).top_n
-    assert bounded.top_scored(searcher, anything, 5, Deadline(60_000), filter=allowed) == expected
-    assert all(docnum in allowed for _, docnum in expected) and expected
-
-    now = [0.0]
-    expired = Deadline(1000, clock=lambda: now[0])
-    now[0] = 2.0
-    with pytest.raises(SearchTimedOut):
-        bounded.top_scored(searcher, anything, 5, expired)

@@ -1,26 +1,23 @@
 """The pages through Flask's test client: what they answer to every kind of request, and the HTML errors.
 
-The browser tests (test_ui_browser.py) show the pages working for a person; these cover the
+The browser tests (tests/system/test_ui_browser.py) show the pages working for a person; these cover the
 many request shapes quickly, and pin what must never reach the HTML unescaped.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from html import unescape
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
-from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.ingest.rebuild import rebuild
-from searchsvc.core.model import FacetValue
-from searchsvc.web.year_histogram import CHART_HEIGHT, year_histogram
-from tests.helpers.apps import app_for, settings_for
-from tests.helpers.paths import SEEDS
-from tests.helpers.records import jsonl
+from tests.helpers.apps import app_for
+from tests.helpers.indexes import MakeIndex
 
 
 def page(client: FlaskClient, url: str, status: int = 200) -> str:
@@ -112,10 +109,10 @@ def test_without_an_index_the_page_says_so_with_a_503(tmp_path: Path) -> None:
 
 
 @pytest.mark.reliability
-def test_an_unexpected_failure_is_a_500_page_without_internals(tmp_path: Path, monkeypatch) -> None:
-    backend = WhooshBackend(settings_for(tmp_path / "ix"))
-    rebuild(backend, [SEEDS])
-    app = app_for(tmp_path / "ix")
+def test_an_unexpected_failure_is_a_500_page_without_internals(
+    seed_app_with: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = seed_app_with()  # an app of its own: its backend is patched
 
     def broken(*_: object) -> None:
         raise RuntimeError("secret internals")
@@ -135,47 +132,29 @@ def test_pages_carry_the_security_headers_and_load_only_same_origin_assets(clien
     html = response.get_data(as_text=True)
     assert re.search(r"<script(?![^>]*\ssrc=)", html) is None  # no inline script
     assert re.search(r"<[^>]*\s(on\w+|style)=", html) is None  # no event handler or style attribute
-    for asset in re.findall(r'(?:src|href)="(/static/[^"]+)"', html):
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', html)
+    assert assets  # the page's own stylesheet and script, so the loop below checks something
+    for asset in assets:
         with client.get(asset) as loaded:  # a streamed file: closed here
             assert loaded.status_code == 200
 
 
-def test_year_histogram_spans_every_year_with_visible_bars() -> None:
-    chart = year_histogram([FacetValue(2021, 100, False), FacetValue(2018, 1, True), FacetValue(2019, 50, False)])
-    assert [(bar.year, bar.count, bar.selected) for bar in chart.bars] == [
-        (2018, 1, True),
-        (2019, 50, False),
-        (2020, 0, False),
-        (2021, 100, False),
-    ]
-    heights = [bar.height for bar in chart.bars]
-    assert heights[3] == CHART_HEIGHT and heights[1] == CHART_HEIGHT / 2 and heights[2] == 0
-    assert 0 < heights[0] < heights[1]  # one paper among a hundred still shows
-    assert all(bar.y + bar.height == CHART_HEIGHT for bar in chart.bars)
-    assert year_histogram([]).bars == []
-
-
 @pytest.mark.reliability
-def test_injected_markup_in_records_is_escaped(tmp_path: Path, write) -> None:
+def test_injected_markup_in_records_is_escaped(make_index: MakeIndex) -> None:
     title = "Robust <img src=x onerror=alert(1)> titles"
-    source = write(
-        "x.jsonl",
-        jsonl(
-            [
-                {
-                    "id": "x-1",
-                    "title": title,
-                    "abstract": "<script>alert(2)</script> text",
-                    "year": 2020,
-                    "categories": ["cs.CR"],
-                    "authors": ["Eve <b>Bold</b>"],
-                }
-            ]
-        ),
+    backend = make_index(
+        [
+            {
+                "id": "x-1",
+                "title": title,
+                "abstract": "<script>alert(2)</script> text",
+                "year": 2020,
+                "categories": ["cs.CR"],
+                "authors": ["Eve <b>Bold</b>"],
+            }
+        ]
     )
-    backend = WhooshBackend(settings_for(tmp_path / "ix"))
-    rebuild(backend, [source])
-    client = app_for(tmp_path / "ix").test_client()
+    client = app_for(backend.settings.index_dir).test_client()
     for html in (page(client, "/?q=titles"), page(client, "/papers/x-1"), page(client, "/?author=Eve+<b>Bold</b>")):
         assert "<img" not in html and "<script>alert" not in html and "<b>Bold" not in html
         assert "&lt;img src=x onerror=alert(1)&gt;" in html or "&lt;b&gt;Bold" in html

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
-from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
-from tests.helpers.apps import settings_for
+from tests.helpers.indexes import build_index
 from tests.helpers.paths import SHARED_ACL
 
 QUERIES = [
@@ -37,10 +36,8 @@ def _records(count: int) -> list[dict]:
 
 def _backend(tmp_path: Path, name: str, source: Path, processes: int, monkeypatch: pytest.MonkeyPatch) -> WhooshBackend:
     monkeypatch.setattr(indexing, "PROCESSES", processes)
-    # Lexical ranking only: the segments are what is compared (test_semantic.py covers the rest).
-    backend = WhooshBackend(settings_for(tmp_path / name, semantic_ranking=False))
-    rebuild(backend, [source])
-    return backend
+    # Lexical ranking only: the segments are what is compared (test_semantic_ranking.py covers the rest).
+    return build_index(tmp_path / name, sources=[source], semantic_ranking=False)
 
 
 @pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")

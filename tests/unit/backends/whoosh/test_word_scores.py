@@ -9,9 +9,8 @@ import re
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, word_scores
-from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
-from tests.helpers.apps import settings_for
+from tests.helpers.indexes import build_index
 from tests.helpers.paths import SHARED_ACL
 
 pytestmark = pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")
@@ -50,9 +49,7 @@ def acl_backend(tmp_path_factory: pytest.TempPathFactory) -> tuple[WhooshBackend
     source = work / "records.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     # Lexical ranking only: the numpy and Whoosh scoring paths are what is compared.
-    backend = WhooshBackend(settings_for(work / "index", semantic_ranking=False))
-    rebuild(backend, [source])
-    return backend, records
+    return build_index(work / "index", sources=[source], semantic_ranking=False), records
 
 
 def _view(backend: WhooshBackend, request: SearchRequest) -> tuple:
