@@ -7,7 +7,7 @@ tree of Python matchers, which for a pasted sentence means most of the collectio
 generation, bounded), and the same arithmetic as `_BM25FMatcher`, `_Coordination` and
 `_Rounded` runs over every matching paper at once. Any other query (phrases, wildcards,
 NOT, fields) goes through Whoosh unchanged. The two paths are tested to give the same
-results (tests/test_whoosh_word_scores.py).
+results (tests/unit/backends/whoosh/test_word_scores.py).
 """
 
 from __future__ import annotations

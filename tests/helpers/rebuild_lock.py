@@ -1,0 +1,34 @@
+"""Another real process holding an index folder's rebuild lock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_HOLD_REBUILD_LOCK = """
+import sys, time
+from pathlib import Path
+from searchsvc.backends.whoosh.generations import GenerationStore
+lock = GenerationStore(Path(sys.argv[1])).rebuild_lock()
+lock.__enter__()
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+@contextmanager
+def process_holding_rebuild_lock(index_dir: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another real process that holds `index_dir`'s rebuild lock until it is SIGKILLed on exit."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_REBUILD_LOCK, str(index_dir)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()

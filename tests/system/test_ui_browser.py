@@ -1,0 +1,466 @@
+"""The query UI in a real browser (Debian's chromium), served by the Procfile's gunicorn.
+
+The index holds the seeds plus records whose title, abstract and author carry markup that
+would run script if it reached the page unescaped. Every test fails on any dialog, script
+error or console error (a Content-Security-Policy violation is one), so each also checks
+that the page's own stylesheet and script pass the policy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+
+from tests.helpers.browser import DESKTOP, PHONE, TIMEOUT_MS, launch, screenshot, watch, WatchedPage
+from tests.helpers.paths import SEEDS
+from tests.helpers.records import jsonl
+from tests.helpers.servers import get, procfile_web, rebuild_index
+
+INJECTED_TITLE = "Robust parsing of <img src=x onerror=alert(1)> in scholarly titles"
+INJECTED_AUTHOR = "Eve <svg onload=alert(4)> Mallory"
+INJECTED_RECORDS = [
+    {
+        "id": "injected-markup",
+        "title": INJECTED_TITLE,
+        "abstract": "Abstracts may hold <script>alert(2)</script> and <b onmouseover=alert(3)>tags</b> too.",
+        "year": 2018,
+        "categories": ["cs.CR"],
+        "authors": [INJECTED_AUTHOR],
+    }
+]
+PAPERS = 28 + len(INJECTED_RECORDS)
+
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The Procfile's web: line on an index of the seeds and the injected records."""
+    folder = tmp_path_factory.mktemp("ui-server")
+    injected = folder / "injected.jsonl"
+    injected.write_text(jsonl(INJECTED_RECORDS), encoding="utf-8")
+    rebuild_index(folder / "index", SEEDS, injected)
+    with procfile_web(folder, folder / "index") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()
+
+
+@contextmanager
+def watched_page(browser: Browser, **context_options: Any) -> Iterator[WatchedPage]:
+    """A page in a fresh browser context; on leaving, no dialog may have opened and no error occurred."""
+    context = browser.new_context(**{"viewport": DESKTOP, **context_options})
+    try:
+        watched = watch(context)
+        yield watched
+    finally:
+        context.close()
+    assert watched.dialogs == [], "a dialog opened: script from the data ran"
+    assert watched.errors == []
+
+
+@pytest.fixture
+def watched(browser: Browser) -> Iterator[WatchedPage]:
+    with watched_page(browser) as watched:
+        yield watched
+
+
+@pytest.fixture
+def page(watched: WatchedPage) -> Page:
+    return watched.page
+
+
+def loaded(page: Page) -> Page:
+    """The page once its current document has loaded.
+
+    A click that navigates returns when the new document is committed, and a navigation the
+    page's script starts only shows in the URL: reading elements before the load could see a
+    half-parsed page.
+    """
+    page.wait_for_load_state("load")
+    return page
+
+
+def follow(target: Locator) -> None:
+    """Click a link or button that loads another page; return once that page has loaded."""
+    with target.page.expect_navigation():
+        target.click()
+
+
+def follow_key(page: Page, key: str) -> None:
+    """Press a key that submits a form; return once the page it loads has loaded."""
+    with page.expect_navigation():
+        page.keyboard.press(key)
+
+
+def texts(page: Page, selector: str) -> list[str]:
+    return loaded(page).locator(selector).all_inner_texts()
+
+
+def params(page: Page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def total(page: Page) -> int:
+    heading = loaded(page).locator("#results-heading").inner_text()
+    found = re.match(r"([\d,]+) papers?|No papers", heading)
+    assert found, heading
+    return int(found.group(1).replace(",", "")) if found.group(1) else 0
+
+
+def facet_counts(page: Page, facet: str) -> dict[str, int]:
+    values = loaded(page).locator(f".facet-{facet} .facet-value")
+    return {
+        values.nth(i).locator(".label").inner_text(): int(values.nth(i).locator(".count").inner_text().replace(",", ""))
+        for i in range(values.count())
+    }
+
+
+def api_total(base: str, **query: Any) -> int:
+    from urllib.parse import urlencode
+
+    status, body = get(f"{base}/api/search?{urlencode(query, doseq=True)}&per_page=1")
+    assert status == 200, body
+    return body["total"]
+
+
+# Searching --------------------------------------------------------------------------
+
+
+def test_type_a_query_and_submit(base: str, page: Page) -> None:
+    page.goto(base)
+    expect(page.locator("#results-heading")).to_contain_text(f"{PAPERS} papers")
+    page.get_by_label("Search papers").fill("compositional embeddings")
+    follow_key(page, "Enter")
+
+    expect(page).to_have_url(re.compile(r"q=compositional\+embeddings"))
+    first = page.locator(".hit").first
+    expect(first.locator(".hit-title")).to_contain_text("Compositional Embeddings Using Complementary Partitions")
+    expect(first.locator(".hit-title mark").first).to_have_text(re.compile("compositional", re.IGNORECASE))
+    assert 0 < total(page) < PAPERS
+    expect(page.get_by_label("Search papers")).to_have_value("compositional embeddings")
+    screenshot(page, "search-results")
+
+
+def test_two_subject_facets_change_counts_and_results(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=training")
+    before = facet_counts(page, "subject")
+    years_before = facet_counts_of_years(page)
+    assert {"cs.LG", "cs.DC"} <= set(before), before
+
+    follow(page.locator(".facet-subject .facet-value", has_text="cs.LG"))
+    expect(page.locator(".chip", has_text="cs.LG")).to_be_visible()
+    assert params(page)["subject"] == ["cs.LG"]
+    assert total(page) == before["cs.LG"]  # the count beside the value was the number of results
+    assert facet_counts(page, "subject")["cs.DC"] == before["cs.DC"]  # multi-select: own facet not narrowed
+    assert facet_counts_of_years(page) != years_before  # the other facets are
+
+    follow(page.locator(".facet-subject .facet-value", has_text="cs.DC"))
+    expect(page.locator(".chip", has_text="cs.DC")).to_be_visible()
+    assert params(page)["subject"] == ["cs.LG", "cs.DC"]
+    both = api_total(base, q="training", subject=["cs.LG", "cs.DC"])
+    assert total(page) == both > before["cs.LG"]
+    expect(page.locator(".facet-subject .facet-value.selected")).to_have_count(2)
+    for subjects in texts(page, ".hit .meta"):
+        assert "cs.LG" in subjects or "cs.DC" in subjects
+
+    follow(page.locator(".chip", has_text="cs.LG"))  # removing one chip keeps the other
+    assert params(page)["subject"] == ["cs.DC"]
+    follow(page.get_by_role("link", name="Clear all filters"))
+    assert "subject" not in params(page) and params(page)["q"] == ["training"]
+
+
+def facet_counts_of_years(page: Page) -> list[str | None]:
+    bars = loaded(page).locator(".histogram a")
+    return [bars.nth(i).get_attribute("aria-label") for i in range(bars.count())]
+
+
+def test_paging_forward_and_back_keeps_filters_and_sort(base: str, page: Page) -> None:
+    page.goto(base)
+    follow(page.locator(".facet-subject .facet-value", has_text="cs.LG"))
+    with page.expect_navigation():  # the page's script searches again at once
+        page.get_by_label("Sort").select_option("oldest")
+    expect(page).to_have_url(re.compile("sort=oldest"))
+    first_page = texts(page, ".hit-title")
+    assert total(page) == 12 and len(first_page) == 10
+
+    follow(page.get_by_role("link", name="Next →"))
+    expect(page).to_have_url(re.compile("page=2"))
+    assert params(page) == {"subject": ["cs.LG"], "sort": ["oldest"], "page": ["2"]}
+    expect(page.locator(".hit")).to_have_count(2)
+    expect(page.get_by_role("link", name="Next →")).to_have_count(0)  # never a link to an empty page
+    expect(page.locator(".chip", has_text="cs.LG")).to_be_visible()
+    expect(page.get_by_label("Sort")).to_have_value("oldest")
+    expect(page.locator(".pagination [aria-current=page]")).to_have_text("2")
+
+    follow(page.get_by_role("link", name="← Previous"))
+    expect(page).to_have_url(re.compile(r"/\?subject=cs\.LG&sort=oldest$"))
+    assert texts(page, ".hit-title") == first_page
+    page.go_back()
+    expect(page).to_have_url(re.compile("page=2"))
+    page.go_forward()
+    assert texts(page, ".hit-title") == first_page
+
+
+def test_a_new_query_keeps_the_filters(base: str, page: Page) -> None:
+    page.goto(f"{base}/?subject=cs.IR")
+    page.get_by_label("Search papers").fill("embedding")
+    follow(page.get_by_role("button", name="Search"))
+    expect(page).to_have_url(re.compile("q=embedding"))
+    assert params(page)["subject"] == ["cs.IR"]
+
+
+def test_the_last_page_is_never_empty(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=&per_page=7&page=4")  # 28 seed papers + 1: 5 pages of 7
+    expect(page.locator(".pagination li a").last).to_have_text("Next →")
+    page.goto(f"{base}/?subject=cs.LG&per_page=6")  # exactly 12: two full pages
+    labels = texts(page, ".pagination a")
+    assert labels == ["1", "2", "Next →"]
+    page.goto(f"{base}/?subject=cs.LG&per_page=6&page=3")  # typed by hand: says so, links back
+    expect(page.locator(".empty-state")).to_contain_text("past the end")
+    follow(page.get_by_role("link", name="Go to the last page (page 2)"))
+    expect(page.locator(".hit")).to_have_count(6)
+
+
+def test_year_histogram_filters_by_year_and_range(base: str, page: Page) -> None:
+    page.goto(base)
+    follow(page.locator(".histogram a[aria-label^='2021:']"))
+    expect(page.locator(".chip", has_text="2021")).to_be_visible()
+    assert params(page)["year_from"] == ["2021"] and params(page)["year_to"] == ["2021"]
+    assert {text.split()[0] for text in texts(page, ".hit .year")} == {"2021"}
+
+    follow(page.locator(".histogram a[aria-label^='2023:']"))  # a second year extends the range
+    expect(page.locator(".chip", has_text="2021–2023")).to_be_visible()
+    assert total(page) == api_total(base, year_from=2021, year_to=2023)
+
+    page.get_by_label("From").fill("2019")
+    page.get_by_label("to", exact=True).fill("2020")
+    follow(page.get_by_role("button", name="Apply"))
+    expect(page.locator(".chip", has_text="2019–2020")).to_be_visible()
+    assert {int(year) for year in texts(page, ".hit .year")} <= {2019, 2020}
+
+
+def test_author_link_filters_by_that_author(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=checkpointing")
+    author = page.locator(".hit .author").first
+    name = author.inner_text()
+    follow(author)
+    expect(page.locator(".chip", has_text=name)).to_be_visible()
+    assert params(page)["author"] == [name]
+    for authors in texts(page, ".hit .authors"):
+        assert name in authors
+
+
+def expect_failed_load(watched: WatchedPage, status: int) -> None:
+    """The browser logs a page answered with an error status as a console error: expected here."""
+    assert [error for error in watched.errors if f"status of {status}" in error], watched.errors
+    watched.errors[:] = [error for error in watched.errors if f"status of {status}" not in error]
+
+
+def test_find_an_author_among_many(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=embedding")
+    page.get_by_label("Find an author").fill("mudi")
+    follow(page.get_by_role("button", name="Find"))
+    assert params(page) == {"q": ["embedding"], "find_author": ["mudi"]}
+    expect(page.locator(".facet-author .facet-value")).to_have_count(1)
+    follow(page.locator(".facet-author .facet-value", has_text="Dheevatsa Mudigere"))
+    expect(page.locator(".chip", has_text="Dheevatsa Mudigere")).to_be_visible()
+    assert params(page) == {"q": ["embedding"], "author": ["Dheevatsa Mudigere"]}
+
+
+def test_syntax_error_is_a_friendly_message_with_the_form_still_filled(base: str, watched: WatchedPage) -> None:
+    page = watched.page
+    page.goto(base)
+    page.get_by_label("Search papers").fill("embedding AND")
+    response_status = []
+    page.on("response", lambda response: response_status.append(response.status) if "q=" in response.url else None)
+    follow_key(page, "Enter")
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("'AND' needs a search term after it (column 11)")
+    expect(page.get_by_label("Search papers")).to_have_value("embedding AND")
+    expect(page.get_by_label("Search papers")).to_have_attribute("aria-invalid", "true")
+    assert response_status == [400]
+    assert "Traceback" not in page.content()
+    expect_failed_load(watched, 400)
+
+
+def test_did_you_mean_and_the_empty_state(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=compostional&subject=cs.LG")
+    expect(page.locator("#results-heading")).to_contain_text("No papers found")
+    empty = page.locator(".empty-state")
+    expect(empty).to_contain_text("Use fewer or more general words")
+    expect(empty.get_by_role("link", name="search without any filter")).to_be_visible()
+    screenshot(page, "empty-state")
+
+    follow(page.locator(".suggestion a"))
+    expect(page).to_have_url(re.compile("q=compositional"))
+    assert params(page)["subject"] == ["cs.LG"]  # the suggestion keeps the filters
+    assert total(page) > 0
+
+
+# Pages ------------------------------------------------------------------------------
+
+
+def test_paper_page_with_related_papers_and_copy_bibtex(browser: Browser, base: str) -> None:
+    with watched_page(browser, permissions=["clipboard-read", "clipboard-write"]) as watched:
+        page = watched.page
+        page.goto(f"{base}/?q=compositional+embeddings")
+        title = page.locator(".hit-title a").first.inner_text()
+        follow(page.locator(".hit-title a").first)
+
+        expect(page.get_by_role("heading", level=1)).to_have_text(title)
+        expect(page.locator(".paper-abstract")).not_to_be_empty()
+        expect(page.locator(".related .hit")).not_to_have_count(0)
+        bibtex = page.locator("#bibtex").inner_text()
+        assert bibtex.startswith("@") and "compositional" in bibtex.lower()
+        page.get_by_role("button", name="Copy BibTeX").click()
+        expect(page.locator(".copy-status")).to_have_text("Copied.")
+        assert page.evaluate("navigator.clipboard.readText()") == bibtex
+        screenshot(page, "paper")
+
+        follow(page.locator(".related .hit-title a").first)  # related papers lead on
+        expect(page.get_by_role("heading", level=1)).not_to_have_text(title)
+
+
+def test_unknown_paper_is_an_html_404_page(base: str, watched: WatchedPage) -> None:
+    page = watched.page
+    response = page.goto(f"{base}/papers/no-such-paper")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    expect(page.get_by_role("link", name="Back to search")).to_be_visible()
+    expect_failed_load(watched, 404)
+
+
+def test_export_links_download_the_current_results(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=embedding&subject=cs.IR")
+    shown = total(page)
+    href = page.get_by_role("link", name="CSV").get_attribute("href")
+    assert href is not None
+    assert parse_qs(urlsplit(href).query) == {"format": ["csv"], "q": ["embedding"], "subject": ["cs.IR"]}
+    with page.expect_download() as download:
+        page.get_by_role("link", name="BibTeX").click()
+    assert download.value.suggested_filename == "searchsvc-export.bib"
+    assert Path(download.value.path()).read_text(encoding="utf-8").count("\n@") + 1 == shown
+
+
+# Safety -----------------------------------------------------------------------------
+
+
+@pytest.mark.reliability
+def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, base: str) -> None:
+    """With the Content-Security-Policy bypassed, so only the escaping stands between the data
+    and a running script: a dialog would open if any of it reached the page as markup."""
+    with watched_page(browser, bypass_csp=True) as watched:
+        page = watched.page
+        page.goto(f"{base}/?q=scholarly+titles")
+        title = page.locator(".hit-title a").first
+        expect(title).to_have_text(INJECTED_TITLE)
+        expect(page.locator(".hit-title img, .hit img, .hit script, .hit svg, .hit b")).to_have_count(0)
+        expect(page.locator(".hit .author").first).to_have_text(INJECTED_AUTHOR)
+        page.locator(".hit summary").first.click()
+        expect(page.locator(".hit .abstract p").first).to_contain_text("<script>alert(2)</script>")
+
+        follow(page.locator(".hit .author").first)  # the markup travels through a URL and a chip
+        expect(page.locator(".chip", has_text=INJECTED_AUTHOR)).to_be_visible()
+        assert total(page) == 1
+
+        follow(title)
+        expect(page.get_by_role("heading", level=1)).to_have_text(INJECTED_TITLE)
+        expect(page.locator("main img, main script, main svg, main b")).to_have_count(0)
+        page.wait_for_timeout(300)  # an onerror handler would fire as the broken image fails to load
+        assert watched.dialogs == []
+
+
+@pytest.mark.reliability
+def test_security_headers_on_pages(base: str, watched: WatchedPage) -> None:
+    page = watched.page
+    for path in ("/", "/papers/injected-markup", "/no-such-page"):
+        response = page.goto(f"{base}{path}")
+        assert response is not None
+        headers = response.headers
+        policy = headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+        assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["referrer-policy"] == "no-referrer"
+    expect_failed_load(watched, 404)
+
+
+# Keyboard, no script, phone width -----------------------------------------------------
+
+
+def test_keyboard_only(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=embedding")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.keyboard.press("/")
+    expect(page.get_by_label("Search papers")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Sort")).to_be_focused()
+
+    # Every control has a label; the page has one h1 and its headings are in order.
+    unlabelled = page.evaluate(
+        "[...document.querySelectorAll('input:not([type=hidden]), select')]"
+        ".filter(e => e.labels.length === 0).map(e => e.outerHTML)"
+    )
+    assert unlabelled == []
+    levels = [int(tag[1]) for tag in page.evaluate("[...document.querySelectorAll('h1,h2,h3')].map(h => h.tagName)")]
+    assert levels.count(1) == 1 and levels[0] == 1
+    assert all(after - before <= 1 for before, after in zip(levels, levels[1:], strict=False))
+
+    # A facet value is reached and chosen with the keyboard alone, and the focus ring is visible.
+    facet = page.locator(".facet-subject .facet-value").first
+    facet.focus()
+    outline = facet.evaluate("e => getComputedStyle(e).outlineStyle")
+    assert outline != "none"
+    follow_key(page, "Enter")
+    expect(page).to_have_url(re.compile("subject="))
+
+
+def test_works_without_javascript(browser: Browser, base: str) -> None:
+    with watched_page(browser, java_script_enabled=False) as watched:
+        page = watched.page
+        page.goto(base)
+        page.get_by_label("Search papers").fill("embedding")
+        page.get_by_label("Sort").select_option("newest")
+        follow(page.get_by_role("button", name="Search"))
+        assert params(page) == {"q": ["embedding"], "sort": ["newest"]}
+        follow(page.locator(".facet-subject .facet-value").first)
+        assert "subject" in params(page)
+
+        hit = page.locator(".hit").first
+        expect(hit.locator(".snippet")).to_be_visible()
+        hit.get_by_text("Show full abstract").click()  # <details>: no script needed
+        expect(hit.locator(".abstract p")).to_be_visible()
+        expect(hit.locator(".snippet")).to_be_hidden()
+        hit.get_by_text("Hide full abstract").click()
+        expect(hit.locator(".snippet")).to_be_visible()
+
+        follow(page.locator(".hit-title a").first)
+        expect(page.get_by_role("button", name="Copy BibTeX")).to_be_hidden()  # needs script; text stays selectable
+        expect(page.locator("#bibtex")).to_be_visible()
+
+
+def test_phone_width(browser: Browser, base: str) -> None:
+    with watched_page(browser, viewport=PHONE, is_mobile=True, has_touch=True) as watched:
+        page = watched.page
+        page.goto(f"{base}/?q=embedding+tables")
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        results = page.locator(".results").bounding_box()
+        facets = page.locator(".facets").bounding_box()
+        assert results and facets and facets["y"] > results["y"]  # stacked: results first
+        expect(page.get_by_role("link", name="Refine by year, subject or author")).to_be_visible()
+        screenshot(page, "phone", full_page=False)

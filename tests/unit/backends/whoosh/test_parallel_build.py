@@ -1,0 +1,67 @@
+"""The parallel index build: segments written by several processes give the same search results as one writer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from searchsvc.backends.whoosh import WhooshBackend, indexing
+from searchsvc.core.model import SearchRequest
+from tests.helpers.indexes import build_index
+from tests.helpers.paths import SHARED_ACL
+
+QUERIES = [
+    SearchRequest(),
+    SearchRequest(sort="oldest"),
+    SearchRequest(q="machine translation"),
+    SearchRequest(q="parsing", per_page=50),
+    SearchRequest(q='"neural network"'),
+    SearchRequest(q="transl*"),
+    SearchRequest(q="the of and"),  # stop words: everything ties, newer papers first
+    SearchRequest(q="word embeddings", year_from=2018, year_to=2020),
+    SearchRequest(q="a corpus of annotated dialogues for the evaluation of spoken language understanding"),
+]
+
+
+def _records(count: int) -> list[dict]:
+    with SHARED_ACL.open(encoding="utf-8") as lines:
+        records = [json.loads(line) for _, line in zip(range(count), lines, strict=False)]
+    for record in records[::7]:  # many papers of one year, so order ties are decided by the id
+        record["year"] = 2000
+    records[3]["year"] = None
+    return records
+
+
+def _backend(tmp_path: Path, name: str, source: Path, processes: int, monkeypatch: pytest.MonkeyPatch) -> WhooshBackend:
+    monkeypatch.setattr(indexing, "PROCESSES", processes)
+    # Lexical ranking only: the segments are what is compared (test_semantic_ranking.py covers the rest).
+    return build_index(tmp_path / name, sources=[source], semantic_ranking=False)
+
+
+@pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")
+def test_segments_written_in_parallel_search_like_one_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexing, "MIN_PAPERS_PER_PROCESS", 100)
+    source = tmp_path / "records.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in _records(700)), encoding="utf-8")
+    one = _backend(tmp_path, "one", source, 1, monkeypatch)
+    three = _backend(tmp_path, "three", source, 3, monkeypatch)
+    assert len(three._generations.get().searcher.reader().leaf_readers()) == 3
+    assert len(one._generations.get().searcher.reader().leaf_readers()) == 1
+    for request in QUERIES:
+        expected, found = one.search(request), three.search(request)
+        assert [(h.id, h.score, h.highlights) for h in found.hits] == [
+            (h.id, h.score, h.highlights) for h in expected.hits
+        ], request
+        assert (found.total, found.facets, found.suggestion) == (expected.total, expected.facets, expected.suggestion)
+    assert [h.id for h in three.related(one.search(QUERIES[2]).hits[0].id, 5)] == [
+        h.id for h in one.related(one.search(QUERIES[2]).hits[0].id, 5)
+    ]
+
+
+def test_runs_are_contiguous_and_cover_every_paper() -> None:
+    assert indexing._runs(10, 4) == [(0, 10)]  # too few papers to fork for
+    assert indexing._runs(12_001, 2) == [(0, 6000), (6000, 12_001)]
+    assert indexing._runs(12_000, 8) == [(0, 6000), (6000, 12_000)]
+    assert indexing._runs(11_999, 8) == [(0, 11_999)]

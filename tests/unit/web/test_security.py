@@ -1,0 +1,77 @@
+"""Safe by default: no debug mode, no path outside the index directory, nothing forged in the logs.
+
+Escaping and the security headers are covered where they are rendered (tests/unit/web/test_ui.py and the
+browser tests); faults against real processes in tests/system/test_faults.py; a rebuild deleting nothing
+of anyone else's in tests/unit/backends/whoosh/test_generations.py.
+"""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from searchsvc.web.access_log import escape_for_log
+from tests.helpers.apps import app_for
+from tests.helpers.paths import REPO
+
+pytestmark = pytest.mark.reliability
+
+
+def test_debug_mode_stays_off_whatever_the_environment_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLASK_DEBUG", "1")
+    monkeypatch.setenv("FLASK_ENV", "development")
+    app = app_for(tmp_path / "no-index")
+    assert app.debug is False and app.config["PROPAGATE_EXCEPTIONS"] is not True
+
+    def fail() -> None:
+        raise RuntimeError("internal detail")
+
+    app.add_url_rule("/api/fail", view_func=fail)
+    monkeypatch.setattr(app.logger, "disabled", True)  # the logger is shared by every app: restore it
+    response = app.test_client().get("/api/fail")
+    assert response.status_code == 500
+    assert "internal detail" not in response.get_data(as_text=True) and "Traceback" not in response.get_data(
+        as_text=True
+    )
+
+
+def test_gunicorn_config_has_no_reload_or_debug() -> None:
+    config = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
+    assert not config.get("reload") and not config.get("spew") and not config.get("check_config")
+    assert config["logger_class"] == "searchsvc.web.access_log.EscapingLogger"
+    assert config["timeout"] > 0 and config["limit_request_line"] <= 8190
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/papers/../../../etc/passwd",
+        "/api/papers/..%2F..%2F..%2Fetc%2Fpasswd",
+        "/api/papers/%2Fetc%2Fpasswd",
+        "/api/papers/CURRENT",
+        "/api/papers/manifest.json/related",
+    ],
+)
+def test_paper_ids_are_ids_never_paths(client: FlaskClient, path: str) -> None:
+    response = client.get(path, follow_redirects=True)  # Werkzeug merges a double slash first (308)
+    assert response.status_code == 404 and response.get_json()["error"]["code"] == "not_found"
+    page = client.get(path.removeprefix("/api"), follow_redirects=True)
+    assert page.status_code == 404 and page.mimetype == "text/html"
+
+
+@pytest.mark.parametrize(
+    ("value", "logged"),
+    [
+        ("plain agent/1.0", "plain agent/1.0"),
+        ("a\nb\rc", "a\\x0ab\\x0dc"),
+        ("nel\x85here", "nel\\x85here"),
+        ("bidi\u202eevil", "bidi\\u202eevil"),
+        ("back\\slash", "back\\\\slash"),
+        ("accents é 日本", "accents é 日本"),
+    ],
+)
+def test_log_escaping(value: str, logged: str) -> None:
+    assert escape_for_log(value) == logged
