@@ -14,6 +14,10 @@ from searchsvc.settings import Settings
 
 
 class Backend(Protocol):
+    """Searches, exports, facet lookups and related papers end in SearchTimedOut once the request's
+    one deadline passes: `core.deadline.budget(settings.search_time_limit_ms)` (the web layer opens
+    one per HTTP request; an engine not reading it yet falls back on its own limit per call)."""
+
     settings: Settings
 
     def exclusive_rebuild(self) -> AbstractContextManager[None]:

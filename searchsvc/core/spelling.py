@@ -8,10 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from searchsvc.core.deadline import Deadline
 from searchsvc.core.query import TEXT_FIELDS, Node, words
 
+if TYPE_CHECKING:
+    from searchsvc.core.vocabulary import Vocabulary
+
 MIN_WORD_LENGTH = 3  # shorter words have too many neighbours one edit away to guess from
+MAX_WORD_LENGTH = 30  # a longer "word" is a pasted identifier or noise, not a misspelling
+MAX_RESPELLED_WORDS = 8  # unknown words looked up per query: a query of 100 made-up words is not a typo
 MAX_EDITS = 2
 
 
@@ -26,15 +33,33 @@ class Check:
 
 def checks(tree: Node | None, tokens: Callable[[str], list[str]]) -> list[Check]:
     """The plain title/abstract words of the query worth respelling if no paper has them:
-    one token long (as `tokens` reads it), at least MIN_WORD_LENGTH letters, not a number."""
+    one token long (as `tokens` reads it), MIN_WORD_LENGTH to MAX_WORD_LENGTH letters, not a number."""
     found = []
     for word in words(tree):
-        if word.field not in (None, *TEXT_FIELDS):
+        if word.field not in (None, *TEXT_FIELDS) or len(word.text) > MAX_WORD_LENGTH:
             continue
         read = tokens(word.text)
-        if len(read) == 1 and len(read[0]) >= MIN_WORD_LENGTH and not read[0].isdigit():
+        if len(read) == 1 and MIN_WORD_LENGTH <= len(read[0]) <= MAX_WORD_LENGTH and not read[0].isdigit():
             found.append(Check(word.start, word.end, read[0]))
     return found
+
+
+def respellings(found: Iterable[Check], vocabulary: Vocabulary, deadline: Deadline) -> dict[Check, str]:
+    """The respelling `choose` picks for each checked word no paper contains, among the vocabulary's
+    near words: at most MAX_RESPELLED_WORDS such words are looked up, each within the deadline."""
+    chosen: dict[Check, str] = {}
+    looked_up = 0
+    for check in found:
+        if vocabulary.papers(check.word):
+            continue
+        if looked_up == MAX_RESPELLED_WORDS:
+            break
+        deadline.check()
+        looked_up += 1
+        better = choose(check.word, vocabulary.near(check.word))
+        if better is not None:
+            chosen[check] = better
+    return chosen
 
 
 def choose(word: str, options: Iterable[tuple[str, int]]) -> str | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from flask import Flask, Response
 
 from searchsvc.backends import open_backend
+from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.settings import load_settings
 from searchsvc.web import api, health, http_errors, openapi, ui
@@ -48,7 +49,19 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     openapi.init_app(app)
     http_errors.init_app(app)
     app.after_request(_add_security_headers)
+    app.wsgi_app = _with_request_budget(app.wsgi_app, settings.search_time_limit_ms)  # type: ignore[method-assign]
     return app
+
+
+def _with_request_budget(wsgi_app: Callable[..., Iterable[bytes]], limit_ms: int) -> Callable[..., Iterable[bytes]]:
+    """`wsgi_app` with one deadline for each whole request, from its arrival, read by every backend call it makes
+    (core.deadline): a page's search and its author lookup share one limit."""
+
+    def budgeted(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        with request_budget(limit_ms):
+            return wsgi_app(environ, start_response)
+
+    return budgeted
 
 
 def open_index(app: Flask) -> None:

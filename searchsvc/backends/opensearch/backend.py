@@ -30,7 +30,7 @@ from searchsvc.backends.opensearch.rebuilding import Generations
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.tier_candidates import TierCandidates, catalogue_ranks
 from searchsvc.core import spelling
-from searchsvc.core.deadline import Deadline
+from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound
 from searchsvc.core.model import FACETS, FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.core.paper import Paper
@@ -242,10 +242,12 @@ class OpenSearchBackend:
         return self.searches.search(body)
 
     def _timeout(self) -> Dsl:
-        return {"timeout": f"{self.settings.search_time_limit_ms}ms"}
+        """The cluster's own time limit for one search: what is left of the request's budget."""
+        return {"timeout": f"{self._deadline().remaining_ms()}ms"}
 
     def _deadline(self) -> Deadline:
-        return Deadline(self.settings.search_time_limit_ms)
+        """The request's one budget (core.deadline), or a new one outside a request."""
+        return budget(self.settings.search_time_limit_ms)
 
     @staticmethod
     def _tier_sizes(plan: Plan, total: int, all_words: int) -> list[int]:

@@ -16,7 +16,7 @@ import numpy as np
 from whoosh import index, query
 
 from searchsvc.backends.whoosh import word_scores
-from searchsvc.backends.whoosh.deadline_collectors import all_scored, top_scored
+from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored, top_scored
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
@@ -26,9 +26,9 @@ from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGene
 from searchsvc.backends.analysis import SEARCH_FIELDS
 from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
-from searchsvc.backends.whoosh.spelling import respelling
 from searchsvc.backends.whoosh.spelling import unstemmed_tokens as _unstemmed_tokens
-from searchsvc.core.deadline import Deadline
+from searchsvc.backends.whoosh.spelling import write_vocabulary
+from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
 from searchsvc.ingest.merging import Collection
 from searchsvc.core.paper import Paper
@@ -74,6 +74,7 @@ class WhooshBackend:
             write_index(generation, collection.papers.values(), self.settings.build_memory_mb, progress)
             self._check(generation, len(collection.papers))
             write_content_keys(generation)
+            write_vocabulary(generation)
             self.store.finish(
                 generation,
                 {
@@ -137,15 +138,16 @@ class WhooshBackend:
         return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic)
 
     def search(self, request: SearchRequest) -> SearchResult:
+        """Every stage (parse, match, score, rank, highlight, facets, spelling) checks the request's deadline."""
         started = time.perf_counter()
         found = self._match(request, self._deadline())
         ranked = self._rank(found, request)
-        found.deadline.check()
         words = matched_words(found.compiled.scored) if found.compiled else MatchedWords()
-        hits = [self._hit(found.gen, docnum, score, words) for docnum, score in ranked]
+        hits = self._hits(found.gen, ranked, words, found.deadline)
         facets = found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limits())
         found.deadline.check()
         suggestion = self._suggestion(found, request)
+        found.deadline.check()
         return SearchResult(
             request=request,
             total=int(np.count_nonzero(found.allowed)),
@@ -159,12 +161,17 @@ class WhooshBackend:
         """The first `limit` papers of the whole ordered result set."""
         found = self._match(request, self._deadline())
         ranked = self._rank(found, replace(request, page=1, per_page=limit))
+        papers = []
+        for docnum, _ in ranked:
+            found.deadline.check()
+            papers.append(Paper.from_stored(found.gen.searcher.stored_fields(docnum)))
         found.deadline.check()
-        return [Paper.from_stored(found.gen.searcher.stored_fields(docnum)) for docnum, _ in ranked]
+        return papers
 
     def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
         found = self._match(request, self._deadline())
         values, truncated = found.gen.facets.lookup(name, prefix, found.matched, found.filters, request, limit)
+        found.deadline.check()
         return FacetLookup(name=name, prefix=prefix, values=values, truncated=truncated)
 
     def paper(self, paper_id: str) -> Paper:
@@ -182,14 +189,14 @@ class WhooshBackend:
         key_terms = gen.searcher.key_terms_from_text(
             "abstract", f"{stored['title']} {stored['abstract']}", numterms=RELATED_KEY_TERMS
         )
+        deadline.check()
         vectors = gen.vectors.get() if self.settings.semantic_ranking else None
         if vectors is not None:
             nearest = related_order(vectors, vectors[docnum], limit, exclude=docnum)
         else:
             nearest = self._more_like_this(gen, docnum, key_terms, limit, deadline)
-        deadline.check()
         words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
-        return [self._hit(gen, other, round(score, 4), words) for other, score in nearest]
+        return self._hits(gen, [(other, round(score, 4)) for other, score in nearest], words, deadline)
 
     def _more_like_this(
         self, gen: OpenGeneration, docnum: int, key_terms: list[tuple[str, float]], limit: int, deadline: Deadline
@@ -205,18 +212,21 @@ class WhooshBackend:
         return [(d, s) for s, d in top_scored(gen.searcher, like, limit + 1, deadline) if d != docnum][:limit]
 
     def _deadline(self) -> Deadline:
-        return Deadline(self.settings.search_time_limit_ms)
+        """The request's one deadline (core.deadline.request_budget), shared by every call it makes."""
+        return budget(self.settings.search_time_limit_ms)
 
     def _match(self, request: SearchRequest, deadline: Deadline) -> _Found:
         """The papers the query matches, and those the filters let through."""
         gen = self._generations.get()
+        deadline.check()
         tree = parse(request.q)
         check_term_count(tree, self.settings.max_query_terms)
         compiled = (
             None
             if tree is None
-            else QueryCompiler(gen.searcher.reader(), self.settings.max_wildcard_terms).compile(tree)
+            else QueryCompiler(gen.searcher.reader(), self.settings.max_wildcard_terms, deadline).compile(tree)
         )
+        deadline.check()
         words_plan = None if compiled is None else word_scores.plan(compiled, gen.searcher)
         scored = None
         if compiled is None:
@@ -263,13 +273,8 @@ class WhooshBackend:
 
     def _suggestion(self, found: _Found, request: SearchRequest) -> str | None:
         """A respelling of words no paper contains, if it finds more papers ("did you mean")."""
-        reader = found.gen.searcher.reader()
-        respellings = {}
-        for check in spelling.checks(found.tree, _unstemmed_tokens):
-            found.deadline.check()
-            better = respelling(reader, check.word)
-            if better is not None:
-                respellings[check] = better
+        checks = spelling.checks(found.tree, _unstemmed_tokens)
+        respellings = spelling.respellings(checks, found.gen.vocabulary, found.deadline)
         corrected = spelling.respelled_query(request.q, respellings)
         if corrected is None:
             return None
@@ -278,6 +283,18 @@ class WhooshBackend:
             int(np.count_nonzero(alternative.all_words)), int(np.count_nonzero(found.all_words))
         )
         return corrected if finds_more else None
+
+    def _hits(
+        self, gen: OpenGeneration, ranked: list[tuple[int, float | None]], words: MatchedWords, deadline: Deadline
+    ) -> list[Hit]:
+        """The page's papers, highlighted: up to max_per_page abstracts, so the clock is read before each
+        and after the last."""
+        hits = []
+        for docnum, score in ranked:
+            deadline.check()
+            hits.append(self._hit(gen, docnum, score, words))
+        deadline.check()
+        return hits
 
     def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
         paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
@@ -318,7 +335,7 @@ class _Found:
             return self.allowed
         if self.scored is not None and self.scored.all_words is not None:
             return self.allowed & self.scored.all_words
-        return self.allowed & _mask(self.gen, self.gen.searcher.docs_for_query(self.compiled.required))
+        return self.allowed & _mask(self.gen, all_matching(self.gen.searcher, self.compiled.required, self.deadline))
 
 
 def _mask(gen: OpenGeneration, docnums: Iterable[int] | np.ndarray) -> Mask:

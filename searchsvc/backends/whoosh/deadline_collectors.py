@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from whoosh import collectors
+from whoosh.matching import Matcher
 from whoosh.query import Query
 from whoosh.searching import Searcher
 
@@ -20,17 +22,30 @@ def all_scored(searcher: Searcher, scored: Query, deadline: Deadline) -> tuple[n
     """
     docs: list[int] = []
     scores: list[float] = []
+    for docnum, matcher in _walk(searcher, scored, deadline, scoring=True):
+        docs.append(docnum)
+        scores.append(matcher.score())
+    return np.array(docs, dtype=np.int64), np.array(scores, dtype=np.float64)
+
+
+def all_matching(searcher: Searcher, wanted: Query, deadline: Deadline) -> np.ndarray:
+    """Every document `wanted` matches, unscored: `searcher.docs_for_query` under the deadline."""
+    found = [docnum for docnum, _ in _walk(searcher, wanted, deadline, scoring=False)]
+    return np.array(found, dtype=np.int64)
+
+
+def _walk(searcher: Searcher, wanted: Query, deadline: Deadline, scoring: bool) -> Iterator[tuple[int, Matcher]]:
+    """(document number, matcher on it) for each match, segment by segment, the clock read every CHECK_EVERY."""
     seen = 0
     for leaf, offset in searcher.leaf_searchers():
-        matcher = scored.matcher(leaf, leaf.context())
+        deadline.check()
+        matcher = wanted.matcher(leaf, leaf.context() if scoring else leaf.boolean_context())
         while matcher.is_active():
-            docs.append(offset + matcher.id())
-            scores.append(matcher.score())
+            yield offset + matcher.id(), matcher
             seen += 1
             if seen % CHECK_EVERY == 0:
                 deadline.check()
             matcher.next()
-    return np.array(docs, dtype=np.int64), np.array(scores, dtype=np.float64)
 
 
 class _DeadlineCollector(collectors.WrappingCollector):

@@ -14,6 +14,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
+from searchsvc.backends.whoosh.spelling import generation_vocabulary
 from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
 from searchsvc.backends.whoosh.word_scores import Postings
 from searchsvc.core.errors import IndexUnavailable
@@ -54,6 +55,7 @@ class OpenGeneration:
             # Document numbers oldest first (the index itself is newest first).
             self.by_oldest = np.argsort(np.fromiter(reader.column_reader(OLDEST_RANK), dtype=np.int64))
             self.postings = Postings(self.searcher)
+            self.vocabulary = generation_vocabulary(hold.path, self.searcher)  # "did you mean" never walks the word list
             self.vectors = GenerationVectors(hold.path, vector_store)
         except Exception as exc:
             raise IndexUnavailable(f"cannot read index generation {hold.path.name}: {exc}") from exc

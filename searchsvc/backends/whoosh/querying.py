@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from whoosh import matching, query, scoring
 from whoosh.matching import Matcher
-from whoosh.query import Query
+from whoosh.query import Query, SpanNear2
 from whoosh.query.wrappers import WrappingQuery
 from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
@@ -24,6 +24,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.highlighting import MatchedWords
 from searchsvc.backends.analysis import FIELD_B, K1, SEARCH_FIELDS
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_BOOSTS
+from searchsvc.core.deadline import CHECK_EVERY, Deadline
 from searchsvc.core.errors import QueryTooBroad
 from searchsvc.core.query import (
     AllOf,
@@ -57,12 +58,13 @@ class CompiledQuery:
 
 
 class QueryCompiler:
-    """Translates query trees for one open index generation."""
+    """Translates query trees for one open index generation (and one request's deadline, which phrases check)."""
 
-    def __init__(self, reader: IndexReader, max_wildcard_terms: int) -> None:
+    def __init__(self, reader: IndexReader, max_wildcard_terms: int, deadline: Deadline | None = None) -> None:
         self._reader = reader
         self._schema = reader.schema
         self._max_wildcard_terms = max_wildcard_terms
+        self._deadline = deadline
 
     def compile(self, node: Node) -> CompiledQuery:
         required = required_words(node)
@@ -144,7 +146,7 @@ class QueryCompiler:
             return query.NullQuery
         if len(words) == 1:
             return query.Term(field, words[0], boost=boost)
-        return query.Phrase(field, words, boost=boost)
+        return CheckedPhrase(field, words, self._deadline, boost=boost)
 
     def _prefix(self, node: Prefix) -> Query:
         if node.field in ("author", "subject"):
@@ -167,6 +169,49 @@ class QueryCompiler:
             boost = FIELD_BOOSTS.get(field.removesuffix("_exact"), 1.0)
             expanded.extend(query.Term(field, term, boost=boost) for term in terms)
         return query.Or(expanded) if expanded else query.NullQuery
+
+
+class CheckedPhrase(query.Phrase):
+    """A phrase whose matcher reads the clock every CHECK_EVERY papers it looks at.
+
+    Whoosh's phrase matcher passes over, within one call, every paper holding all the words
+    but not side by side: for common words that is most of the collection (`"the the"` looks
+    at nearly every paper to find a few dozen), longer than a deadline may go unchecked.
+    """
+
+    def __init__(self, fieldname: str, words: list[str], deadline: Deadline | None, boost: float = 1.0) -> None:
+        super().__init__(fieldname, words, boost=boost)
+        self.deadline = deadline
+
+    def normalize(self) -> Query:
+        return self  # built with two words or more (_terms); Phrase.normalize would drop the deadline
+
+    def matcher(self, searcher: Searcher, context: Any = None) -> Matcher:
+        """As Phrase.matcher (ordered, adjacent words), with the clock read while it looks."""
+        reader = searcher.reader()
+        words = [word.encode("utf-8") for word in self.words]
+        if any((self.fieldname, word) not in reader for word in words):
+            return matching.NullMatcher()
+        terms = [query.Term(self.fieldname, word).matcher(searcher, context) for word in words]
+        found = _CheckedSpans(terms, self.deadline)
+        return found if self.boost == 1.0 else matching.WrappingMatcher(found, boost=self.boost)
+
+
+class _CheckedSpans(SpanNear2.SpanNear2Matcher):
+    def __init__(self, terms: list[Matcher], deadline: Deadline | None) -> None:
+        self._deadline = deadline
+        self._looked = 0
+        super().__init__(terms, slop=1, ordered=True, mindist=1)  # looks for the first match already
+
+    def copy(self) -> Matcher:
+        return _CheckedSpans([m.copy() for m in self.ms], self._deadline)
+
+    def _get_spans(self) -> list[Any]:
+        """Called once per paper holding all the words: where the matcher spends its time."""
+        self._looked += 1
+        if self._deadline is not None and self._looked % CHECK_EVERY == 0:
+            self._deadline.check()
+        return super()._get_spans()
 
 
 def _or(subqueries: list[Query]) -> Query:

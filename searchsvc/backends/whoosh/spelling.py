@@ -1,12 +1,17 @@
-"""Respellings from the index's own unstemmed words, chosen by the core spelling rule."""
+"""The words "did you mean" chooses from: the index's own unstemmed words, written once per generation."""
 
 from __future__ import annotations
 
-from whoosh.reading import IndexReader
+from collections.abc import Iterator
+from pathlib import Path
+
+from whoosh.filedb.filestore import FileStorage
+from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, unstemmed_analyzer
-from searchsvc.core import spelling
+from searchsvc.core.vocabulary import Vocabulary
 
+VOCABULARY_FILE = "vocabulary.json"
 _ANALYZER = unstemmed_analyzer()
 
 
@@ -15,14 +20,34 @@ def unstemmed_tokens(text: str) -> list[str]:
     return [token.text for token in _ANALYZER(text)]
 
 
-def respelling(reader: IndexReader, word: str) -> str | None:
-    """The core rule's choice among indexed words near `word`, if no paper contains `word` itself."""
-    if any(reader.doc_frequency(field, word) for field in EXACT_FIELDS.values()):
-        return None
-    options = [
-        (candidate, reader.doc_frequency(field, candidate))
-        for field in EXACT_FIELDS.values()
-        # The first letter is trusted (prefix=1): it keeps the word-list scan short.
-        for candidate in reader.terms_within(field, word, spelling.MAX_EDITS, prefix=1)
-    ]
-    return spelling.choose(word, options)
+def write_vocabulary(generation: Path) -> None:
+    """Store the generation's vocabulary with it before it is published: reading it from the index's
+    word list takes seconds (docs/performance.md), which every worker would pay on opening it."""
+    ix = FileStorage(str(generation), supports_mmap=False).open_index()
+    try:
+        with ix.searcher() as searcher:
+            words = vocabulary(searcher)
+    finally:
+        ix.close()
+    words.save(generation / VOCABULARY_FILE)
+
+
+def generation_vocabulary(generation: Path, searcher: Searcher) -> Vocabulary:
+    """The vocabulary stored with the generation, or read from its index if it was built without one."""
+    stored = generation / VOCABULARY_FILE
+    return Vocabulary.load(stored) if stored.exists() else vocabulary(searcher)
+
+
+def vocabulary(searcher: Searcher) -> Vocabulary:
+    """The exact fields' words, each with the papers holding it (a paper with it in both fields counts twice,
+    as the spelling rule has always counted)."""
+    return Vocabulary.of(_exact_words(searcher))
+
+
+def _exact_words(searcher: Searcher) -> Iterator[tuple[str, int]]:
+    """(word, papers) per field and segment: segments hold different papers, so their counts add up."""
+    for leaf, _ in searcher.leaf_searchers():
+        reader = leaf.reader()
+        for field in EXACT_FIELDS.values():
+            for text, info in reader.iter_field(field):
+                yield text.decode("utf-8"), info.doc_frequency()
