@@ -13,14 +13,21 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"
 
-# Searching is CPU-bound pure Python and Whoosh searchers are not shared between threads,
-# so one synchronous worker per core; each opens the published index generation itself.
+# Searching is CPU-bound pure Python, so one worker process per core; each opens the
+# published index generation itself. Each worker is a gevent worker, not a synchronous one:
+# a synchronous worker waits on one client at a time, so two sockets that send nothing stop
+# the service. Here each connection costs a greenlet, and a search still runs alone from
+# start to end: it never waits on a socket, so no other greenlet runs inside it and the
+# worker's one Whoosh searcher is never used by two searches at once (docs/decisions.md).
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
-worker_class = "sync"
+worker_class = "gevent"
+worker_connections = 1000  # open connections per worker, idle ones included
 
 # A search that has not answered in 30 s is stuck; gunicorn replaces the worker.
 timeout = 30
 graceful_timeout = 30
+# Seconds a kept-alive connection may stay idle, and (gevent worker) the most a client may
+# take to send a request's line and headers: a socket that trickles them is closed after it.
 keepalive = 2
 
 # The longest request line gunicorn accepts (its default is 4094). The app's own limits

@@ -13,6 +13,8 @@ Whoosh's own generation numbers restart at 1 in every new directory and
 so readers watch the pointer file and open a generation by its directory instead.
 flock locks belong to the open file, so a process that dies, even by SIGKILL,
 releases them: no stale lock can block the next rebuild or keep a generation alive.
+A forked child shares that open file, so it closes its copy of the rebuild lock at once
+(the index writers are forked while the lock is held).
 """
 
 from __future__ import annotations
@@ -41,6 +43,19 @@ MANIFEST = "manifest.json"
 # so no content of CURRENT can make a reader open a path outside generations/.
 _GENERATION_NAME = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
 
+# Descriptors of the rebuild lock this process holds; a forked child closes its copies.
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_held_locks() -> None:
+    """In a forked child: drop the parent's rebuild lock, which would otherwise live as long as the child."""
+    for fd in _HELD_LOCKS:
+        os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_locks)
+
 
 @dataclass(frozen=True)
 class PointerStamp:
@@ -64,6 +79,7 @@ class GenerationStore:
         """Hold the directory's rebuild lock, or fail at once if another rebuild has it."""
         self.generations.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / REBUILD_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        _HELD_LOCKS.add(fd)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -76,7 +92,9 @@ class GenerationStore:
             os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
             yield
         finally:
-            os.close(fd)
+            if fd in _HELD_LOCKS:  # not in a forked child, which closed it already
+                _HELD_LOCKS.discard(fd)
+                os.close(fd)
 
     def new_generation(self) -> Path:
         """Create an empty, uniquely named generation directory; names sort by creation time."""
