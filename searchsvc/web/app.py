@@ -11,6 +11,7 @@ from searchsvc.backends import open_backend
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.settings import load_settings
 from searchsvc.web import api, health, http_errors, openapi, ui
+from searchsvc.web.raw_query import refuse_invalid_utf8
 from searchsvc.web.service import Service
 
 # The pages load their stylesheet, script and icon from this origin and nothing else: no inline
@@ -47,6 +48,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(ui.blueprint)
     openapi.init_app(app)
     http_errors.init_app(app)
+    app.before_request(refuse_invalid_utf8)
     app.after_request(_add_security_headers)
     return app
 
@@ -54,9 +56,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 def open_index(app: Flask) -> None:
     """Open the published index now rather than on the first request; without one, just log it."""
     try:
-        app.extensions["searchsvc"].backend.status()
+        status = app.extensions["searchsvc"].backend.status()
     except SearchsvcError as exc:  # /readyz reports it until an index is published
-        app.logger.warning("index not loaded: %s", exc.message)
+        app.logger.warning("index not loaded: %s", exc.explained())
+    else:
+        app.logger.info("serving generation %s (%s)", status.get("generation"), status.get("engine"))
 
 
 def _add_security_headers(response: Response) -> Response:

@@ -248,8 +248,8 @@ class OpenSearchBackend:
         indices = self._aliased()
         if not indices:
             raise IndexUnavailable(
-                f"no index is published under alias {self.alias!r} on the OpenSearch cluster at {self._where}: "
-                "run `searchsvc rebuild`"
+                f"no index is published under alias {self.alias!r} on the OpenSearch cluster: run `searchsvc rebuild`",
+                private=self._where,
             )
         return indices[0]
 
