@@ -6,6 +6,18 @@ the address, WEB_CONCURRENCY for the number of workers, SEARCHSVC_* for the serv
 
 import multiprocessing
 import os
+import sys
+
+from searchsvc.core.errors import ConfigurationError
+from searchsvc.settings import load_settings
+
+# Settings are checked here, in the master, so a bad value stops gunicorn with one line before
+# any worker boots (a worker failing in create_app would print a traceback per worker instead).
+try:
+    load_settings()
+except ConfigurationError as exc:
+    print(f"error: {exc.message}", file=sys.stderr)
+    sys.exit(2)
 
 # One BLAS thread per worker, set before any worker imports numpy: the workers already use
 # every core, and embedding one query (searchsvc/semantic/encoder.py) is too small to gain.

@@ -16,7 +16,7 @@ import click
 from tqdm import tqdm
 
 from searchsvc.backends import Backend, open_backend
-from searchsvc.core.errors import IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
 from searchsvc.ingest.rebuild import RebuildReport, rebuild
 from searchsvc.web.schemas import dump_search_result, parse_search_request
 from searchsvc.core.model import SORTS, SearchResult
@@ -42,11 +42,17 @@ class _Group(click.Group):
             for field, messages in exc.details.items():
                 click.echo(f"error: --{field.replace('_', '-')}: {' '.join(messages)}", err=True)
             sys.exit(_EXIT_INVALID_USAGE)
+        except ConfigurationError as exc:  # a usage error too: the command never started
+            click.echo(f"error: {exc.message}", err=True)
+            sys.exit(_EXIT_INVALID_USAGE)
         except BrokenPipeError:
             # Whoever read our output went away (`| head`): stop quietly, as Unix tools do.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
-        except (SearchsvcError, OSError) as exc:  # OSError: the disk, permissions, a path that is a file
+        except SearchsvcError as exc:  # the operator's terminal: the detail with paths too
+            click.echo(f"error: {exc.explained()}", err=True)
+            sys.exit(1)
+        except OSError as exc:  # the disk, permissions, a path that is a file
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
 
@@ -162,7 +168,7 @@ def serve_command(host: str, port: int, index_dir: Path | None) -> None:
     try:
         backend.status()
     except IndexUnavailable as exc:
-        click.echo(f"{exc.message}; building it from {', '.join(map(str, settings.sources))}", err=True)
+        click.echo(f"{exc.explained()}; building it from {', '.join(map(str, settings.sources))}", err=True)
         click.echo(_rebuild(backend, list(settings.sources)).summary(), err=True)
     if not GUNICORN_CONFIG.is_file():
         raise click.UsageError(f"run `searchsvc serve` from the repository root: {GUNICORN_CONFIG} is not here")
@@ -182,7 +188,7 @@ def status_command(index_dir: Path | None) -> None:
 
 @main.command("settings")
 def settings_command() -> None:
-    """List every setting with its current value and the reason for its default."""
-    for name, value, why in load_settings().describe():
+    """List every setting with its current value, the reason for its default and what it may be."""
+    for name, value, why, allowed in load_settings().describe():
         shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
-        click.echo(f"{name} = {shown}\n    {why}")
+        click.echo(f"{name} = {shown}\n    {why}\n    allowed: {allowed}")

@@ -1,12 +1,14 @@
 """Settings, read in one place: defaults here, then `config/searchsvc.toml`, then `SEARCHSVC_*`.
 
-Every limit is a named setting with a default and the reason for it, so an operator can
-see what a change trades away (`searchsvc settings` prints them all).
+Every limit is a named setting with a default, the reason for it and the values it may take,
+so an operator can see what a change trades away (`searchsvc settings` prints them all), and
+a value outside its range stops the service at start-up instead of breaking searches later.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -15,73 +17,129 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.core.errors import ConfigurationError
+from searchsvc.settings_rules import (
+    Boolean,
+    Choice,
+    Integer,
+    NonEmptyPath,
+    OptionalPath,
+    PathList,
+    Refused,
+    Rule,
+    Text,
+    UrlList,
+    masked_url,
+)
 
 CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
 DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")
 ENV_PREFIX = "SEARCHSVC_"
+BACKENDS = ("whoosh", "opensearch")
 
 
-def _setting(default: Any, why: str) -> Any:
-    return field(default=default, metadata={"why": why})
+def _setting(default: Any, why: str, rule: Rule) -> Any:
+    return field(default=default, metadata={"why": why, "rule": rule})
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The service's configuration; build it with `load_settings`."""
+    """The service's configuration; build it with `load_settings`, which checks every value."""
 
-    index_dir: Path = _setting(Path("index"), "where generations of the index are built and published")
-    sources: tuple[Path, ...] = _setting((Path("seeds"),), "what a rebuild reads when given no sources")
+    index_dir: Path = _setting(
+        Path("index"), "where generations of the index are built and published", NonEmptyPath()
+    )
+    sources: tuple[Path, ...] = _setting((Path("seeds"),), "what a rebuild reads when given no sources", PathList())
     max_query_length: int = _setting(
-        500, "longer queries are pasted documents, not searches, and cost parse and match time"
+        500,
+        "longer queries are pasted documents, not searches, and cost parse and match time",
+        Integer(1, 4000),  # 4,000 characters stay under gunicorn's request line once percent-encoded
     )
-    default_per_page: int = _setting(10, "a screenful of results")
-    max_per_page: int = _setting(100, "bounds the stored fields and highlights computed per request")
+    default_per_page: int = _setting(10, "a screenful of results", Integer(1, 1000))
+    max_per_page: int = _setting(
+        100, "bounds the stored fields and highlights computed per request", Integer(1, 1000)
+    )
     max_result_window: int = _setting(
-        10_000, "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort"
+        10_000,
+        "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort",
+        Integer(1, 1_000_000),
     )
-    facet_limit: int = _setting(10, "values listed per facet, so a long tail of authors does not bloat every response")
+    facet_limit: int = _setting(
+        10,
+        "values listed per facet, so a long tail of authors does not bloat every response",
+        Integer(1, 1000),
+    )
     year_facet_limit: int = _setting(
-        150, "years listed in the year facet: the page's histogram shows every year of a collection this old"
+        150,
+        "years listed in the year facet: the page's histogram shows every year of a collection this old",
+        Integer(1, 2000),
     )
-    max_filter_values: int = _setting(50, "values selectable per facet filter; each is a set union")
+    max_filter_values: int = _setting(50, "values selectable per facet filter; each is a set union", Integer(1, 1000))
     max_wildcard_terms: int = _setting(
-        300, "words one trailing wildcard may expand to; each is a posting list read, and `a*` would read most"
+        300,
+        "words one trailing wildcard may expand to; each is a posting list read, and `a*` would read most",
+        Integer(1, 100_000),
     )
     search_time_limit_ms: int = _setting(
-        5000, "a search running longer is stuck on a pathological query; it ends with a clear 503, not a killed worker"
+        5000,
+        "a search running longer is stuck on a pathological query; it ends with a clear 503, not a killed worker",
+        Integer(10, 30_000),  # beyond gunicorn's 30 s worker timeout the worker is killed first
     )
     max_query_terms: int = _setting(
-        100, "words, phrases and wildcards in one query; each is a posting list read and scored"
+        100, "words, phrases and wildcards in one query; each is a posting list read and scored", Integer(1, 1000)
     )
-    max_facet_prefix_length: int = _setting(100, "a facet value lookup prefix longer than any name is not a lookup")
-    related_papers: int = _setting(5, "papers listed as related to one paper")
-    max_export: int = _setting(1000, "papers in one export download: a reading list, not a copy of the index")
-    build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment")
+    max_facet_prefix_length: int = _setting(
+        100, "a facet value lookup prefix longer than any name is not a lookup", Integer(1, 1000)
+    )
+    related_papers: int = _setting(5, "papers listed as related to one paper", Integer(1, 100))
+    max_export: int = _setting(
+        1000, "papers in one export download: a reading list, not a copy of the index", Integer(1, 100_000)
+    )
+    build_memory_mb: int = _setting(
+        256, "the index writer's buffer before it flushes a segment", Integer(16, 65_536)
+    )
     semantic_ranking: bool = _setting(
         True,
         "reorder the best lexical matches by meaning (all-MiniLM-L6-v2 sentence vectors); a rebuild embeds "
         "each new paper once, about 10 a second per core",
+        Boolean(),
     )
     vector_store: str = _setting(
         "",
         "where paper vectors are kept by content (empty: <index_dir>/vectors); it holds the vectors of the papers "
         "of the last rebuild that used it",
+        OptionalPath(),
     )
     backend: str = _setting(
-        "whoosh", "whoosh: an embedded index in index_dir; opensearch: a cluster at opensearch_url, for scale-out"
+        "whoosh",
+        "whoosh: an embedded index in index_dir; opensearch: a cluster at opensearch_url, for scale-out",
+        Choice(BACKENDS),
     )
     opensearch_url: tuple[str, ...] = _setting(
-        ("http://127.0.0.1:9200",), "the cluster's nodes (comma-separated); the client spreads requests over them"
+        ("http://127.0.0.1:9200",),
+        "the cluster's nodes (comma-separated); the client spreads requests over them",
+        UrlList(),
     )
-    opensearch_user: str = _setting("", "basic-auth user for the cluster (empty: none)")
-    opensearch_password: str = _setting("", "basic-auth password; never printed by `searchsvc settings`")
-    opensearch_verify_certs: bool = _setting(True, "check the cluster's TLS certificate; turn off only for testing")
-    opensearch_ca_certs: str = _setting("", "a CA bundle for the cluster's TLS certificate (empty: the system's)")
+    opensearch_user: str = _setting("", "basic-auth user for the cluster (empty: none)", Text())
+    opensearch_password: str = _setting(
+        "", "basic-auth password; never printed by `searchsvc settings`", Text(secret=True)
+    )
+    opensearch_verify_certs: bool = _setting(
+        True, "check the cluster's TLS certificate; turn off only for testing", Boolean()
+    )
+    opensearch_ca_certs: str = _setting(
+        "", "a CA bundle for the cluster's TLS certificate (empty: the system's)", OptionalPath()
+    )
     opensearch_index: str = _setting(
-        "searchsvc", "the alias searches read; each rebuild loads a new index <alias>-<timestamp> and moves it"
+        "searchsvc",
+        "the alias searches read; each rebuild loads a new index <alias>-<timestamp> and moves it",
+        Text(pattern=r"[a-z0-9][a-z0-9_-]{0,199}", described="lowercase letters, digits, _ and -, 1 to 200"),
     )
-    opensearch_shards: int = _setting(2, "primary shards of each new index: spreads one index over the nodes")
-    opensearch_replicas: int = _setting(1, "copies of each shard on other nodes: searches go on when a node dies")
+    opensearch_shards: int = _setting(
+        2, "primary shards of each new index: spreads one index over the nodes", Integer(1, 1024)
+    )
+    opensearch_replicas: int = _setting(
+        1, "copies of each shard on other nodes: searches go on when a node dies", Integer(0, 100)
+    )
 
     @property
     def vector_store_dir(self) -> Path:
@@ -91,67 +149,116 @@ class Settings:
         """Values listed per facet in a search result."""
         return {"year": self.year_facet_limit, "subject": self.facet_limit, "author": self.facet_limit}
 
-    def describe(self) -> list[tuple[str, Any, str]]:
-        """Each setting as (name, value, reason); secrets are masked."""
-        return [
-            (
-                f.name,
-                "(set)" if f.name in SECRETS and getattr(self, f.name) else getattr(self, f.name),
-                f.metadata["why"],
-            )
-            for f in dataclasses.fields(self)
-        ]
+    def describe(self) -> list[tuple[str, Any, str, str]]:
+        """Each setting as (name, value, reason, allowed values); secrets are masked."""
+        return [(f.name, _shown(f, getattr(self, f.name)), f.metadata["why"], str(_rule(f))) for f in _FIELDS]
 
 
-SECRETS = frozenset({"opensearch_password"})
-BACKENDS = ("whoosh", "opensearch")
+_FIELDS = dataclasses.fields(Settings)
+_NAMES = {f.name: f for f in _FIELDS}
+# Pairs (smaller, larger): a page size the pages offer by default must be one the API accepts,
+# and the largest page must fit in the result window, or page 1 itself is refused.
+_ORDERED = (("default_per_page", "max_per_page"), ("max_per_page", "max_result_window"))
+
+
+def _rule(f: dataclasses.Field[Any]) -> Rule:
+    return f.metadata["rule"]
+
+
+def _shown(f: dataclasses.Field[Any], value: Any) -> Any:
+    """A value as `searchsvc settings` may print it: no password, no credentials inside URLs."""
+    if getattr(_rule(f), "secret", False):
+        return "(set)" if value else ""
+    if f.name == "opensearch_url":
+        return tuple(masked_url(url) for url in value)
+    return value
+
+
+@dataclass(frozen=True)
+class _Given:
+    """A value as given, and how to name where it was given in an error."""
+
+    value: Any
+    variable: str  # SEARCHSVC_MAX_PER_PAGE, or the setting's name in a file or an override
+    where: str = ""  # " in config/searchsvc.toml" for a file
+
+    def shown(self, name: str) -> str:
+        rule = _rule(_NAMES[name]) if name in _NAMES else None
+        if getattr(rule, "secret", False):
+            text = "(hidden)"
+        elif name == "opensearch_url" and isinstance(self.value, str):
+            text = ",".join(masked_url(url) for url in self.value.split(","))
+        else:
+            text = self.value if isinstance(self.value, str) else repr(self.value)
+        return f"{self.variable}={text}{self.where}"
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
-    """Defaults < config file < environment < `overrides` (for tests and command-line flags)."""
+    """Defaults < config file < environment < `overrides` (for tests and command-line flags).
+
+    Raises ConfigurationError naming the variable, the value and what it may be.
+    """
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    config_file = Path(environ.get(CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE))
-    if config_file.exists():
-        with config_file.open("rb") as stream:
-            values.update(tomllib.load(stream))
-    elif CONFIG_FILE_ENV in environ:
-        raise ConfigurationError(f"{CONFIG_FILE_ENV} names {config_file}, which does not exist")
-    names = {f.name for f in dataclasses.fields(Settings)}
-    values.update({name: environ[ENV_PREFIX + name.upper()] for name in names if ENV_PREFIX + name.upper() in environ})
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    unknown = set(values) - names
-    if unknown:
-        raise ConfigurationError(f"unknown settings: {', '.join(sorted(unknown))}")
-    settings = Settings(**{name: _coerce(name, value) for name, value in values.items()})
-    if settings.backend not in BACKENDS:
-        raise ConfigurationError(f"setting 'backend': {settings.backend!r} is not one of {', '.join(BACKENDS)}")
+    given: dict[str, _Given] = {}
+    given.update(_from_config_file(environ))
+    given.update(_from_environment(environ))
+    given.update({name: _Given(value, name) for name, value in (overrides or {}).items() if value is not None})
+    for name, value in given.items():
+        if name not in _NAMES:
+            raise ConfigurationError(_unknown(name, value))
+    settings = Settings(**{name: _read(name, value) for name, value in given.items()})
+    _check_order(settings, given)
     return settings
 
 
-_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def _coerce(name: str, value: Any) -> Any:
-    """Bring file and environment values (strings, lists) to the type of the default."""
-    default = next(f.default for f in dataclasses.fields(Settings) if f.name == name)
+def _from_config_file(environ: Mapping[str, str]) -> dict[str, _Given]:
+    config_file = Path(environ.get(CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE))
+    if not config_file.exists():
+        if CONFIG_FILE_ENV in environ:
+            raise ConfigurationError(f"{CONFIG_FILE_ENV} names {config_file}, which does not exist")
+        return {}
     try:
-        if isinstance(default, Path):
-            return Path(value)
-        if isinstance(default, tuple) and all(isinstance(item, str) for item in default):
-            items = value.split(",") if isinstance(value, str) else value
-            return tuple(str(item).strip() for item in items if str(item).strip())
-        if isinstance(default, tuple):
-            return tuple(Path(item) for item in (value.split(os.pathsep) if isinstance(value, str) else value))
-        if isinstance(default, bool):
-            if isinstance(value, bool):
-                return value
-            if str(value).strip().lower() in _BOOLEANS:
-                return _BOOLEANS[str(value).strip().lower()]
-        elif isinstance(default, int) and not isinstance(value, bool):
-            return int(value)
-        elif isinstance(default, str) and isinstance(value, str):
-            return value
-    except (TypeError, ValueError):
-        pass
-    raise ConfigurationError(f"setting {name!r}: cannot use {value!r} (expected {type(default).__name__})")
+        with config_file.open("rb") as stream:
+            loaded = tomllib.load(stream)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigurationError(f"{config_file}: not a readable TOML file ({exc})") from None
+    return {name: _Given(value, name, f" in {config_file}") for name, value in loaded.items()}
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, _Given]:
+    return {
+        variable[len(ENV_PREFIX) :].lower(): _Given(value, variable)
+        for variable, value in environ.items()
+        if variable.startswith(ENV_PREFIX) and variable != CONFIG_FILE_ENV
+    }
+
+
+def _unknown(name: str, given: _Given) -> str:
+    """An unknown name (a typo, most likely), with the closest known one."""
+    in_environment = given.variable.startswith(ENV_PREFIX)
+    close = difflib.get_close_matches(name, list(_NAMES), n=1, cutoff=0.6)
+    if close:
+        hint = f"did you mean {ENV_PREFIX + close[0].upper() if in_environment else close[0]}?"
+    else:
+        hint = "`searchsvc settings` lists every setting"
+    return f"{given.variable}{given.where} is not a setting: {hint}"
+
+
+def _read(name: str, given: _Given) -> Any:
+    """The value in the setting's type, or ConfigurationError saying what it may be."""
+    try:
+        return _rule(_NAMES[name]).read(given.value)
+    except Refused as refused:
+        raise ConfigurationError(f"{given.shown(name)}: {refused}", {"setting": name}) from None
+
+
+def _check_order(settings: Settings, given: Mapping[str, _Given]) -> None:
+    for smaller, larger in _ORDERED:
+        low, high = getattr(settings, smaller), getattr(settings, larger)
+        pair = ((smaller, low), (larger, high))
+        if low > high:
+            named = [f"{given[n].variable}={v}" if n in given else f"{n}={v} (default)" for n, v in pair]
+            raise ConfigurationError(
+                f"{named[0]} is more than {named[1]}: {smaller} must not exceed {larger}",
+                {"setting": smaller},
+            )

@@ -10,10 +10,17 @@ class SearchsvcError(Exception):
 
     code = "error"
 
-    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, details: dict[str, Any] | None = None, private: str = "") -> None:
+        """`message` and `details` are public; `private` (paths, file contents, library errors)
+        goes only to the log and the operator's terminal, since it says where things are."""
         super().__init__(message)
         self.message = message
         self.details = details or {}
+        self.private = private
+
+    def explained(self) -> str:
+        """The message with its private detail, for the log and the command line."""
+        return f"{self.message} ({self.private})" if self.private else self.message
 
 
 class ConfigurationError(SearchsvcError):

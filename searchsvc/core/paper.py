@@ -12,6 +12,11 @@ from searchsvc.core.text import normalise_title
 
 _NON_SLUG = re.compile(r"[^0-9a-z]+")
 _SLUG_MAX_CHARS = 60
+# A paper id goes into URLs (/papers/<id>), HTML and file names, so it holds only characters
+# that mean nothing special in any of them: `/` for arXiv's old ids (hep-th/9901001), `:` for
+# DOIs and prefixes, never `..`, a leading `/`, spaces, markup or control characters.
+MAX_ID_CHARS = 200
+_ID = re.compile(rf"[A-Za-z0-9._:/-]{{1,{MAX_ID_CHARS}}}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +84,15 @@ def paper_id_for_title(title: str) -> str:
     digest = hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:10]
     slug = _NON_SLUG.sub("-", normalised).strip("-")[:_SLUG_MAX_CHARS].rstrip("-")
     return f"{slug}-{digest}" if slug else digest
+
+
+def id_problem(paper_id: str) -> str | None:
+    """Why `paper_id` cannot be a paper's id, or None if it can."""
+    if not 1 <= len(paper_id) <= MAX_ID_CHARS:
+        return f"must be 1 to {MAX_ID_CHARS} characters long, found {len(paper_id):,}"
+    if not _ID.fullmatch(paper_id):
+        bad = next(char for char in paper_id if not _ID.fullmatch(char))
+        return f"may hold only letters A-Z and a-z, digits and . _ : / -, found {bad!r}"
+    if paper_id.startswith("/") or ".." in paper_id:
+        return "must not start with / or contain .."
+    return None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.core.errors import SourceFormatError
-from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
 from searchsvc.ingest.lines import numbered_lines
 
 _MIN_YEAR, _MAX_YEAR = 1000, 2999
@@ -52,6 +52,8 @@ def _paper(obj: Any, where: SourceLocation) -> Paper:
     if isinstance(given_id, bool) or not isinstance(given_id, (str, int, type(None))):
         raise _Invalid(f"'id' must be a string or an integer, found {json.dumps(given_id)}")
     paper_id = str(given_id).strip() if given_id is not None else ""
+    if paper_id and (problem := id_problem(paper_id)):
+        raise _Invalid(f"'id' {_preview(paper_id)} {problem}")
     return Paper(
         id=paper_id or paper_id_for_title(title),
         title=title,
@@ -89,3 +91,8 @@ def _names(obj: dict[str, Any], key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise _Invalid(f"'{key}' must be a list of strings, found {json.dumps(value)[:60]}")
     return list(dict.fromkeys(name for name in (" ".join(item.split()) for item in value) if name))
+
+
+def _preview(text: str, limit: int = 40) -> str:
+    """A value as an error may quote it: escaped, and cut short."""
+    return json.dumps(text if len(text) <= limit else text[:limit] + "…")

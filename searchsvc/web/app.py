@@ -12,6 +12,7 @@ from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.settings import load_settings
 from searchsvc.web import api, health, http_errors, openapi, ui
+from searchsvc.web.raw_query import refuse_invalid_utf8
 from searchsvc.web.service import Service
 
 # The pages load their stylesheet, script and icon from this origin and nothing else: no inline
@@ -48,6 +49,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(ui.blueprint)
     openapi.init_app(app)
     http_errors.init_app(app)
+    app.before_request(refuse_invalid_utf8)
     app.after_request(_add_security_headers)
     app.wsgi_app = _with_request_budget(app.wsgi_app, settings.search_time_limit_ms)  # type: ignore[method-assign]
     return app
@@ -67,9 +69,11 @@ def _with_request_budget(wsgi_app: Callable[..., Iterable[bytes]], limit_ms: int
 def open_index(app: Flask) -> None:
     """Open the published index now rather than on the first request; without one, just log it."""
     try:
-        app.extensions["searchsvc"].backend.status()
+        status = app.extensions["searchsvc"].backend.status()
     except SearchsvcError as exc:  # /readyz reports it until an index is published
-        app.logger.warning("index not loaded: %s", exc.message)
+        app.logger.warning("index not loaded: %s", exc.explained())
+    else:
+        app.logger.info("serving generation %s (%s)", status.get("generation"), status.get("engine"))
 
 
 def _add_security_headers(response: Response) -> Response:

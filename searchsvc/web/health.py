@@ -21,5 +21,10 @@ def healthz() -> Response:
 @blueprint.get("/readyz")
 @documented(Operation("The index is loaded", response=StatusSchema))
 def readyz() -> Response:
-    """The index is loaded: its generation, papers and build time; 503 (IndexUnavailable) if not."""
-    return jsonify(StatusSchema().dump({"status": "ready", **service().backend.status()}))
+    """The index is loaded: its generation, papers and build time; 503 (IndexUnavailable) if not.
+
+    The engine is named, not its library's version: that tells an attacker which flaws to try
+    (`searchsvc status` shows the version to the operator).
+    """
+    status = service().backend.status()
+    return jsonify(StatusSchema().dump({**status, "status": "ready", "engine": service().settings.backend}))

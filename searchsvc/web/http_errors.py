@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from searchsvc.core.errors import (
@@ -68,6 +68,8 @@ def _status_for(error: SearchsvcError) -> int:
 
 
 def _service_error(error: SearchsvcError) -> Response:
+    if error.private:  # where things are, for the operator; the client gets the message alone
+        current_app.logger.warning("%s: %s", error.code, error.explained())
     response = error_response(_status_for(error), error.code, error.message, error.details)
     if isinstance(error, IndexUnavailable):
         response.headers["Retry-After"] = "30"
@@ -84,7 +86,5 @@ def _http_error(error: HTTPException) -> Response:
 
 
 def _unexpected_error(error: Exception) -> Response:
-    from flask import current_app
-
     current_app.logger.exception("unexpected error while answering a request")
     return error_response(500, "internal_error", "the server failed to answer this request; the error is logged")

@@ -256,7 +256,9 @@ class StatusSchema(Schema):
     generation = fields.String(required=True)
     doc_count = fields.Integer(required=True)
     built_at = fields.String(required=True)
-    engine = fields.String(required=True)
+    engine = fields.String(
+        required=True, metadata={"description": "whoosh or opensearch (the library's version is not disclosed)."}
+    )
     semantic_ranking = fields.String(
         required=True,
         metadata={"description": "on; pending while a rebuild embeds the papers (lexical until then); off."},

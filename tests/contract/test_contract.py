@@ -376,7 +376,7 @@ def test_no_published_index_is_a_503(factory: BackendFactory) -> None:
 def test_readiness_names_the_published_index(client: FlaskClient, factory: BackendFactory) -> None:
     ready = client.get("/readyz").json
     assert ready["status"] == "ready" and ready["doc_count"] == 28
-    assert ready["engine"].startswith({"whoosh": "whoosh-reloaded", "opensearch": "opensearch"}[factory.kind])
+    assert ready["engine"] == factory.kind  # the engine, not its library's version
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,7 @@ def test_bad_parameters_exit_2_naming_the_option(runner, index_dir: Path) -> Non
 def test_search_without_index_is_a_clear_error(runner, index_dir: Path) -> None:
     result = invoke(runner, "search", "x", "--index-dir", str(index_dir))
     assert result.exit_code == 1
-    assert result.stderr == f"error: no index is published in {index_dir}: run `searchsvc rebuild`\n"
+    assert result.stderr == f"error: no index is published: run `searchsvc rebuild` (in {index_dir})\n"
 
 
 @pytest.mark.reliability

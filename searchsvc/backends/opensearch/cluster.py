@@ -50,17 +50,19 @@ def cluster_errors(where: str) -> Iterator[None]:
         yield
     except os_errors.ConnectionTimeout as exc:
         raise SearchTimedOut(
-            f"the OpenSearch cluster at {where} did not answer in time; try again, or narrow the search",
-            {"reason": str(exc.error)},
+            "the OpenSearch cluster did not answer in time; try again, or narrow the search",
+            private=f"{where}: {exc.error}",
         ) from None
     except os_errors.ConnectionError as exc:
-        raise IndexUnavailable(f"cannot reach the OpenSearch cluster at {where}: {exc.error}") from None
+        raise IndexUnavailable("cannot reach the OpenSearch cluster", private=f"{where}: {exc.error}") from None
     except (os_errors.AuthenticationException, os_errors.AuthorizationException) as exc:
-        raise IndexUnavailable(f"the OpenSearch cluster at {where} refused our credentials: {reason(exc)}") from None
+        raise IndexUnavailable(
+            "the OpenSearch cluster refused the service's credentials", private=f"{where}: {reason(exc)}"
+        ) from None
     except os_errors.NotFoundError as exc:
         if exc.error == "index_not_found_exception":
             raise IndexUnavailable(
-                f"no index is published on the OpenSearch cluster at {where}: run `searchsvc rebuild`"
+                "no index is published on the OpenSearch cluster: run `searchsvc rebuild`", private=where
             ) from None
         raise
     except os_errors.RequestError as exc:
@@ -70,7 +72,7 @@ def cluster_errors(where: str) -> Iterator[None]:
         if _too_many_clauses(why):  # the cluster answers 500 for a query it will not expand
             raise rejected(why) from None
         kind = PartialAnswer if exc.status_code in (500, 503) else IndexUnavailable
-        raise kind(f"the OpenSearch cluster at {where} could not answer: {why}") from None
+        raise kind("the OpenSearch cluster could not answer; try again", private=f"{where}: {why}") from None
 
 
 def rejected(why: str) -> QuerySyntaxError:
@@ -114,7 +116,7 @@ def check_response(response: dict[str, Any]) -> dict[str, Any]:
     if "error" in response:  # one search of an msearch: refused (4xx), or the cluster failed (5xx)
         why = failure_reason(response["error"])
         if response.get("status", 400) >= 500 and not _too_many_clauses(why):
-            raise PartialAnswer(f"the OpenSearch cluster could not answer: {why}")
+            raise PartialAnswer("the OpenSearch cluster could not answer; try again", private=why)
         raise rejected(why)
     if response.get("timed_out"):
         raise SearchTimedOut(

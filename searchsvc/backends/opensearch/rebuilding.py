@@ -146,8 +146,8 @@ class Generations:
         indices = self.aliased()
         if not indices:
             raise IndexUnavailable(
-                f"no index is published under alias {self.alias!r} on the OpenSearch cluster at {self.where}: "
-                "run `searchsvc rebuild`"
+                f"no index is published under alias {self.alias!r} on the OpenSearch cluster: run `searchsvc rebuild`",
+                private=self.where,
             )
         return indices[0]
 

@@ -46,7 +46,7 @@ class OpenGeneration:
             self.searcher: Searcher = ix.searcher()
         except Exception as exc:  # whoosh raises many kinds on damaged files
             hold.release()
-            raise IndexUnavailable(f"cannot open index generation {hold.path.name}: {exc}") from exc
+            raise _unreadable(hold.path, exc) from exc
         weakref.finalize(self, _close, self.searcher, hold)
         try:
             reader = self.searcher.reader()
@@ -56,9 +56,19 @@ class OpenGeneration:
             self.by_oldest = np.argsort(np.fromiter(reader.column_reader(OLDEST_RANK), dtype=np.int64))
             self.postings = Postings(self.searcher)
             self.vocabulary = generation_vocabulary(hold.path, self.searcher)  # "did you mean" never walks the word list
-            self.vectors = GenerationVectors(hold.path, vector_store)
+            self.vectors = GenerationVectors(hold.path, vector_store, self.facets.doc_count)
+        except IndexUnavailable:
+            raise
         except Exception as exc:
-            raise IndexUnavailable(f"cannot read index generation {hold.path.name}: {exc}") from exc
+            raise _unreadable(hold.path, exc) from exc
+
+
+def _unreadable(generation: Path, exc: Exception) -> IndexUnavailable:
+    """Whoosh raises many kinds on damaged files; the client learns which generation, the log why."""
+    return IndexUnavailable(
+        f"cannot open index generation {generation.name}: it cannot be read; run `searchsvc rebuild`",
+        private=f"{generation}: {type(exc).__name__}: {exc}",
+    )
 
 
 def _close(searcher: Searcher, hold: GenerationHold) -> None:
@@ -87,4 +97,8 @@ class GenerationCache:
                     self._current = OpenGeneration(self._store.hold_current(), self._vector_store)
                 return self._current
         except OSError as exc:  # permissions, a damaged disk: the reason goes to /readyz, not a 500
-            raise IndexUnavailable(f"cannot read the index in {self._store.root}: {exc}") from exc
+            raise IndexUnavailable(
+                f"cannot read the index ({exc.strerror or type(exc).__name__}): check the index directory's "
+                "permissions, or run `searchsvc rebuild`",
+                private=f"{self._store.root}: {exc}",
+            ) from exc

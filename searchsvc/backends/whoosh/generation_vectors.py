@@ -16,6 +16,7 @@ import numpy as np
 from whoosh.filedb.filestore import FileStorage
 from whoosh.searching import Searcher
 
+from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import shared_encoder
@@ -39,10 +40,10 @@ def write_content_keys(generation: Path) -> None:
 
 def embed_generation(generation: Path, store: Path, progress: ProgressFactory) -> int:
     """Store a vector for each paper of `generation`; return how many were not stored yet."""
-    keys = np.load(generation / KEYS_FILE)
     ix = FileStorage(str(generation), supports_mmap=False).open_index()
     try:
         with ix.searcher() as searcher:
+            keys = read_content_keys(generation, searcher.doc_count_all())
             return embed_new(store, keys, partial(text_of, searcher), shared_encoder, progress)
     finally:
         ix.close()
@@ -53,11 +54,32 @@ def text_of(searcher: Searcher, docnum: int) -> str:
     return paper_text(stored["title"], stored["abstract"])
 
 
+def read_content_keys(generation: Path, doc_count: int) -> np.ndarray:
+    """The generation's content keys, one per document, or IndexUnavailable if the file is not that."""
+    path = generation / KEYS_FILE
+    try:
+        with path.open("rb") as stream:  # an .npz would keep a file open past np.load(path)
+            keys = np.load(stream, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:  # not an .npy file, or cut short
+        raise _damaged_keys(path, f"cannot be read: {exc}") from None
+    if not isinstance(keys, np.ndarray) or keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.shape != (doc_count,):
+        found = f"{getattr(keys, 'dtype', type(keys).__name__)} {getattr(keys, 'shape', '')}"
+        raise _damaged_keys(path, f"expected {doc_count} keys of S{KEY_BYTES}, found {found}")
+    return keys
+
+
+def _damaged_keys(path: Path, detail: str) -> IndexUnavailable:
+    return IndexUnavailable(
+        f"cannot open index generation {path.parent.name}: its content keys are damaged; run `searchsvc rebuild`",
+        private=f"{path}: {detail}",
+    )
+
+
 class GenerationVectors:
     """The vectors of one generation's papers, by document number, once every one is stored."""
 
-    def __init__(self, generation: Path, store: Path) -> None:
-        self._keys: np.ndarray = np.load(generation / KEYS_FILE)
+    def __init__(self, generation: Path, store: Path, doc_count: int) -> None:
+        self._keys: np.ndarray = read_content_keys(generation, doc_count)
         self._store = store
         self._lock = threading.Lock()
         self._stamp: tuple[int, int, int] | None = None

@@ -20,6 +20,7 @@ A forked child shares that open file, so it closes its copy of the rebuild lock 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -42,6 +43,12 @@ MANIFEST = "manifest.json"
 # What new_generation names look like; a pointer naming anything else (`../elsewhere`) is refused,
 # so no content of CURRENT can make a reader open a path outside generations/.
 _GENERATION_NAME = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
+_POINTER_BYTES = 256  # a generation name is 30; more is not a pointer, and need not be read
+FILES = "files"  # the manifest's digest of each file, checked before a generation is opened
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+# What readers rely on, with its type: anything else in a manifest is provenance, shown as is.
+_MANIFEST_FIELDS: dict[str, type] = {"schema_version": int, "doc_count": int, "built_at": str, "engine": str, FILES: dict}
 
 # Descriptors of the rebuild lock this process holds; a forked child closes its copies.
 _HELD_LOCKS: set[int] = set()
@@ -105,9 +112,10 @@ class GenerationStore:
         return path
 
     def finish(self, generation: Path, manifest: dict[str, Any]) -> None:
-        """Mark a generation complete by writing its manifest, durably, last."""
-        _write_atomically(generation / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        """Mark a generation complete by writing its manifest, with a digest of every file, durably, last."""
         _fsync_tree(generation)
+        manifest = {**manifest, FILES: file_digests(generation)}
+        _write_atomically(generation / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     def publish(self, generation: Path) -> None:
         """Point readers at `generation` with one atomic rename."""
@@ -167,13 +175,16 @@ class GenerationStore:
         return PointerStamp(st.st_ino, st.st_mtime_ns)
 
     def current_name(self) -> str | None:
+        """The pointer's text; bytes that are not UTF-8 read as U+FFFD, which no generation name holds."""
         try:
-            return (self.root / POINTER).read_text(encoding="utf-8").strip() or None
+            with (self.root / POINTER).open("rb") as stream:
+                return stream.read(_POINTER_BYTES).decode("utf-8", "replace").strip() or None
         except FileNotFoundError:
             return None
 
     def hold_current(self, attempts: int = 3) -> GenerationHold:
-        """Shared-lock the published generation so no rebuild prunes it while it is read."""
+        """Shared-lock the published generation so no rebuild prunes it while it is read, and
+        check its files against its manifest, so damaged bytes are a 503 now rather than a 500 later."""
         for _ in range(attempts):
             stamp = self.stamp()
             path = self.generations / self._published_name()
@@ -181,20 +192,28 @@ class GenerationStore:
                 fd = os.open(path / READERS_LOCK, os.O_RDONLY)
             except FileNotFoundError:
                 continue  # pruned between reading the pointer and opening: read the pointer again
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            manifest = _read_manifest(path)
-            if manifest is not None:
-                return GenerationHold(path, manifest, stamp, fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                manifest = _read_manifest(path)
+                if manifest is not None:
+                    _check_files(path, manifest[FILES])
+                    return GenerationHold(path, manifest, stamp, fd)
+            except BaseException:
+                os.close(fd)
+                raise
             os.close(fd)
-        raise IndexUnavailable(f"the published generation in {self.root} is missing or unfinished")
+        raise IndexUnavailable(
+            "the published index generation is missing or unfinished: run `searchsvc rebuild`", private=str(path)
+        )
 
     def _published_name(self) -> str:
         name = self.current_name()
         if name is None:
-            raise IndexUnavailable(f"no index is published in {self.root}: run `searchsvc rebuild`")
+            raise IndexUnavailable("no index is published: run `searchsvc rebuild`", private=f"in {self.root}")
         if not _GENERATION_NAME.fullmatch(name):
             raise IndexUnavailable(
-                f"{self.root / POINTER} does not name a generation ({name[:80]!r}): run `searchsvc rebuild`"
+                f"the index pointer ({POINTER}) does not name a generation: run `searchsvc rebuild`",
+                private=f"{self.root / POINTER} holds {name[:80]!r}",
             )
         return name
 
@@ -215,10 +234,59 @@ class GenerationHold:
 
 
 def _read_manifest(generation: Path) -> dict[str, Any] | None:
+    """The generation's manifest; None while it has none (unfinished, or being pruned)."""
     try:
-        return json.loads((generation / MANIFEST).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
+        text = (generation / MANIFEST).read_bytes()
+    except FileNotFoundError:
         return None
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise _damaged(generation, f"{MANIFEST} is not JSON: {exc}") from None
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise _damaged(generation, f"{MANIFEST}: {problem}")
+    return manifest
+
+
+def _manifest_problem(manifest: Any) -> str | None:
+    """What is wrong with the shape of a manifest read from disk, if anything."""
+    if not isinstance(manifest, dict):
+        return f"expected an object, found {type(manifest).__name__}"
+    for key, kind in _MANIFEST_FIELDS.items():
+        value = manifest.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"{key!r} must be {kind.__name__}, found {json.dumps(value)[:40]}"
+    for name, digest in manifest[FILES].items():
+        if not _FILE_NAME.fullmatch(name) or not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+            return f"{FILES!r} holds {json.dumps(name)[:40]}: {json.dumps(digest)[:80]}"
+    return None
+
+
+def _check_files(generation: Path, expected: dict[str, str]) -> None:
+    """The generation holds exactly the manifest's files, byte for byte (Whoosh opens the newest
+    table of contents it finds, so an extra file would be read too)."""
+    found = file_digests(generation)
+    if found != expected:
+        changed = sorted(set(found) ^ set(expected) | {n for n in found if expected.get(n) != found[n]})
+        raise _damaged(generation, f"files differ from the manifest: {', '.join(changed)[:200]}")
+
+
+def file_digests(generation: Path) -> dict[str, str]:
+    """SHA-256 of each file of a generation but its manifest and readers' lock, by name."""
+    digests = {}
+    for path in sorted(generation.iterdir()):
+        if path.name not in (MANIFEST, READERS_LOCK) and not path.name.startswith("."):
+            with path.open("rb") as stream:
+                digests[path.name] = hashlib.file_digest(stream, "sha256").hexdigest()
+    return digests
+
+
+def _damaged(generation: Path, detail: str) -> IndexUnavailable:
+    return IndexUnavailable(
+        f"cannot open index generation {generation.name}: its files are damaged; run `searchsvc rebuild`",
+        private=f"{generation}: {detail}",
+    )
 
 
 def _write_atomically(path: Path, text: str) -> None:

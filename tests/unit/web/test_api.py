@@ -86,7 +86,7 @@ def test_health_readiness_and_security_headers(client: FlaskClient, seed_backend
         "doc_count": 28,
         "semantic_ranking": "on",
         "built_at": seed_backend.status()["built_at"],
-        "engine": "whoosh-reloaded 2.7.5",
+        "engine": "whoosh",
     }
     for response in (ready, client.get("/api/search"), client.get("/api/missing")):
         assert response.headers["X-Content-Type-Options"] == "nosniff"

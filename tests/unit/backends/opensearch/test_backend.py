@@ -20,4 +20,4 @@ def test_an_unreachable_cluster_is_a_503_saying_so(tmp_path: Path) -> None:
     for url in ("/api/search?q=x", "/readyz", "/api/papers/x"):
         error = error_of(client, url, 503)
         assert error["code"] == "index_unavailable"
-        assert "cannot reach the OpenSearch cluster at http://127.0.0.1:9" in error["message"]
+        assert "cannot reach the OpenSearch cluster" in error["message"] and "127.0.0.1" not in error["message"]

@@ -1,0 +1,167 @@
+"""What each kind of setting may hold: each rule reads a value from a file or the environment
+and says, when it cannot, what the value must be (`must be an integer from 1 to 1000`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+
+class Refused(ValueError):
+    """A value the rule cannot use; the message completes `<VARIABLE>=<value>: ...`."""
+
+
+class Rule(Protocol):
+    def read(self, value: Any) -> Any:
+        """The value in the setting's type, or Refused."""
+
+    def __str__(self) -> str:
+        """The values allowed, for `searchsvc settings` and error messages."""
+
+
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+class Integer:
+    """An integer within [low, high]: limits of 0 or below, or beyond any use, break searches later."""
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def read(self, value: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) < 20:
+            number = int(value)
+        else:
+            raise Refused(f"must be {self}")
+        if not self.low <= number <= self.high:
+            raise Refused(f"must be {self}")
+        return number
+
+    def __str__(self) -> str:
+        return f"an integer from {self.low} to {self.high}"
+
+
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+class Boolean:
+    def read(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+            return _BOOLEANS[value.strip().lower()]
+        raise Refused(f"must be {self}")
+
+    def __str__(self) -> str:
+        return "true or false (also yes/no, 1/0)"
+
+
+class Choice:
+    def __init__(self, options: tuple[str, ...]) -> None:
+        self.options = options
+
+    def read(self, value: Any) -> str:
+        if isinstance(value, str) and value.strip() in self.options:
+            return value.strip()
+        raise Refused(f"must be {self}")
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(self.options)
+
+
+class Text:
+    """Any text, or text matching `pattern`; a secret is never shown back."""
+
+    def __init__(self, pattern: str | None = None, described: str = "any text", secret: bool = False) -> None:
+        self.pattern = re.compile(pattern) if pattern else None
+        self.described = described
+        self.secret = secret
+
+    def read(self, value: Any) -> str:
+        if not isinstance(value, str) or (self.pattern and not self.pattern.fullmatch(value)):
+            raise Refused(f"must be {self}")
+        return value
+
+    def __str__(self) -> str:
+        return self.described
+
+
+def _path_text(value: Any) -> str:
+    """A path given as text; Path('') would silently mean the current folder."""
+    text = str(value).strip() if isinstance(value, (str, Path)) else ""
+    if not text or "\0" in text:
+        raise Refused("must be a non-empty path")
+    return text
+
+
+class NonEmptyPath:
+    def read(self, value: Any) -> Path:
+        return Path(_path_text(value))
+
+    def __str__(self) -> str:
+        return "a non-empty path"
+
+
+class OptionalPath:
+    """A path, or empty for the documented default; kept as text."""
+
+    def read(self, value: Any) -> str:
+        if value == "" or value is None:
+            return ""
+        return _path_text(value)
+
+    def __str__(self) -> str:
+        return "a path, or empty for the default"
+
+
+class PathList:
+    def read(self, value: Any) -> tuple[Path, ...]:
+        items = value.split(os.pathsep) if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not items:
+            raise Refused(f"must be {self}")
+        try:
+            return tuple(Path(_path_text(item)) for item in items)
+        except Refused:
+            raise Refused(f"must be {self}") from None
+
+    def __str__(self) -> str:
+        return f"one or more non-empty paths (separated by {os.pathsep!r} in the environment)"
+
+
+class UrlList:
+    def read(self, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise Refused(f"must be {self}")
+        urls = tuple(str(item).strip() for item in items if str(item).strip())
+        if not urls or not all(_is_http_url(url) for url in urls):
+            raise Refused(f"must be {self}")
+        return urls
+
+    def __str__(self) -> str:
+        return "one or more http:// or https:// URLs, separated by commas"
+
+
+def _is_http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port that is not a number
+        return False
+
+
+def masked_url(url: str) -> str:
+    """The URL without a password in it (`https://user:***@host`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparsable URL)"
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{parts.username}:***@{host}").geturl()

@@ -1,0 +1,152 @@
+"""Every setting has a range, checked at start-up: a bad value stops the service with a message
+naming the variable, the value and what it may be, instead of a ready service whose searches fail."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from searchsvc import create_app
+from searchsvc.cli import main
+from searchsvc.core.errors import ConfigurationError
+from searchsvc.settings import Settings, load_settings
+from searchsvc.settings_rules import Integer
+from tests.helpers.paths import REPO
+
+INTEGER_SETTINGS = [f for f in dataclasses.fields(Settings) if isinstance(f.metadata["rule"], Integer)]
+
+
+def variable(name: str) -> str:
+    return f"SEARCHSVC_{name.upper()}"
+
+
+def refusal(environ: dict[str, str]) -> str:
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings(environ=environ)
+    return refused.value.message
+
+
+def test_every_setting_declares_what_it_may_be() -> None:
+    for f in dataclasses.fields(Settings):
+        assert f.metadata["why"] and str(f.metadata["rule"]), f.name
+        assert f.metadata["rule"].read(f.default) == f.default, f"the default of {f.name} is outside its range"
+
+
+@pytest.mark.parametrize("setting", INTEGER_SETTINGS, ids=lambda f: f.name)
+def test_an_integer_setting_outside_its_range_or_not_a_number_is_refused(setting: dataclasses.Field) -> None:
+    rule: Integer = setting.metadata["rule"]
+    name = variable(setting.name)
+    allowed = f"must be an integer from {rule.low} to {rule.high}"
+    for value in (str(rule.low - 1), str(rule.high + 1), "ten", "1.5", "", "9" * 40):
+        assert refusal({name: value}) == f"{name}={value}: {allowed}"
+    for value in (rule.low, rule.high):  # the ends of the range are allowed (unless another setting forbids)
+        try:
+            assert getattr(load_settings(environ={name: str(value)}), setting.name) == value
+        except ConfigurationError as exc:
+            assert "must not exceed" in exc.message
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [
+        ("index_dir", "", "must be a non-empty path"),
+        ("index_dir", "   ", "must be a non-empty path"),
+        ("sources", "", "must be one or more non-empty paths"),
+        ("sources", "seeds::more", "must be one or more non-empty paths"),
+        ("semantic_ranking", "maybe", "must be true or false"),
+        ("opensearch_verify_certs", "", "must be true or false"),
+        ("backend", "elastic", "must be one of whoosh, opensearch"),
+        ("opensearch_url", "", "must be one or more http:// or https:// URLs"),
+        ("opensearch_url", "ftp://cluster:9200", "must be one or more http:// or https:// URLs"),
+        ("opensearch_url", "http://cluster:port", "must be one or more http:// or https:// URLs"),
+        ("opensearch_index", "", "must be lowercase letters"),
+        ("opensearch_index", "Papers/../x", "must be lowercase letters"),
+    ],
+)
+def test_other_settings_outside_what_they_may_be_are_refused(name: str, value: str, allowed: str) -> None:
+    assert refusal({variable(name): value}).startswith(f"{variable(name)}={value}: {allowed}")
+
+
+def test_a_misspelt_variable_is_refused_naming_the_closest_setting() -> None:
+    assert refusal({"SEARCHSVC_MAX_PER_PAG": "5"}) == (
+        "SEARCHSVC_MAX_PER_PAG is not a setting: did you mean SEARCHSVC_MAX_PER_PAGE?"
+    )
+    assert "SEARCHSVC_INDEXDIR is not a setting: did you mean SEARCHSVC_INDEX_DIR?" == refusal(
+        {"SEARCHSVC_INDEXDIR": "x"}
+    )
+    assert "`searchsvc settings` lists every setting" in refusal({"SEARCHSVC_ZZZ": "1"})
+    assert load_settings(environ={"SEARCHSVC_CONFIG": str(REPO / "config" / "searchsvc.toml")})  # not a setting, known
+
+
+def test_a_misspelt_key_in_the_config_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "searchsvc.toml"
+    config.write_text("max_per_pgae = 10\n", encoding="utf-8")
+    message = refusal({"SEARCHSVC_CONFIG": str(config)})
+    assert message == f"max_per_pgae in {config} is not a setting: did you mean max_per_page?"
+    config.write_text("max_per_page = -1\n", encoding="utf-8")
+    assert refusal({"SEARCHSVC_CONFIG": str(config)}) == f"max_per_page=-1 in {config}: must be an integer from 1 to 1000"
+
+
+def test_settings_that_depend_on_each_other_are_checked_together() -> None:
+    assert refusal({"SEARCHSVC_DEFAULT_PER_PAGE": "200"}) == (
+        "SEARCHSVC_DEFAULT_PER_PAGE=200 is more than max_per_page=100 (default): "
+        "default_per_page must not exceed max_per_page"
+    )
+    message = refusal({"SEARCHSVC_MAX_PER_PAGE": "500", "SEARCHSVC_MAX_RESULT_WINDOW": "100"})
+    assert message.startswith("SEARCHSVC_MAX_PER_PAGE=500 is more than SEARCHSVC_MAX_RESULT_WINDOW=100")
+    assert load_settings(environ={"SEARCHSVC_MAX_PER_PAGE": "500", "SEARCHSVC_DEFAULT_PER_PAGE": "500"})
+
+
+def test_the_app_factory_refuses_to_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SEARCHSVC_MAX_PER_PAGE", "-1")
+    with pytest.raises(ConfigurationError, match=r"SEARCHSVC_MAX_PER_PAGE=-1: must be an integer from 1 to 1000"):
+        create_app({"index_dir": tmp_path})
+
+
+@pytest.mark.parametrize("command", [["settings"], ["rebuild"], ["serve"], ["status"], ["search", "x"]])
+def test_every_command_stops_with_one_line_and_exit_status_2(command: list[str], tmp_path: Path) -> None:
+    env = {"SEARCHSVC_RELATED_PAPERS": "-1", "SEARCHSVC_INDEX_DIR": str(tmp_path / "index")}
+    result = CliRunner().invoke(main, command, env=env)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == "error: SEARCHSVC_RELATED_PAPERS=-1: must be an integer from 1 to 100\n"
+    assert not (tmp_path / "index").exists(), "nothing was built"
+
+
+def test_gunicorn_stops_before_any_worker_boots(tmp_path: Path) -> None:
+    env = {**os.environ, "SEARCHSVC_SEARCH_TIME_LIMIT_MS": "0", "PORT": "0", "HOST": "127.0.0.1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    result = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "--config", "config/gunicorn.conf.py", "searchsvc:create_app()"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "error: SEARCHSVC_SEARCH_TIME_LIMIT_MS=0: must be an integer from 10 to 30000" in result.stderr
+    assert "Traceback" not in result.stderr and "Booting worker" not in result.stderr
+
+
+def test_settings_never_prints_the_password() -> None:
+    env = {
+        "SEARCHSVC_OPENSEARCH_PASSWORD": "hunter2-secret",
+        "SEARCHSVC_OPENSEARCH_URL": "https://svc:url-secret@search-1:9200,http://search-2:9200",
+    }
+    result = CliRunner().invoke(main, ["settings"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "hunter2-secret" not in result.output and "url-secret" not in result.output
+    assert "opensearch_password = (set)" in result.output
+    assert "https://svc:***@search-1:9200, http://search-2:9200" in result.output
+    assert "allowed: an integer from 1 to 1000" in result.output  # each setting says what it may be
+
+
+def test_a_refused_secret_is_not_echoed() -> None:
+    message = refusal({"SEARCHSVC_OPENSEARCH_URL": "ftp://svc:url-secret@search-1"})
+    assert "url-secret" not in message and "ftp://svc:***@search-1" in message
