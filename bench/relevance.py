@@ -261,8 +261,8 @@ def evaluate_collection(
             log(f"{collection.name}: {system} ran {len(queries)} queries in {result.seconds[f'{system}_search']:.1f} s")
             if system == "searchsvc":
                 result.rejected = rejected
-            if opensearch and settings:
-                _delete_alias_indices(opensearch, settings["opensearch_index"])
+            if "opensearch_index" in settings:
+                _delete_alias_indices(opensearch or "", settings["opensearch_index"])
     started = time.perf_counter()
     runs["bm25s"] = search_with_bm25s(records, queries)
     result.seconds["bm25s"] = time.perf_counter() - started
