@@ -15,6 +15,8 @@ import pytest
 
 from searchsvc.backends.whoosh.generation_vectors import KEYS_FILE, GenerationVectors
 from searchsvc.semantic.store import load, lookup, store_file
+from tests.helpers.paths import REPO, SHARED_ACL
+from tests.helpers.servers import SEARCHSVC, environment
 
 pytestmark = [pytest.mark.reliability, pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")]
 
@@ -26,8 +28,6 @@ import sys
 from searchsvc.semantic import embedding
 embedding.CHUNK, embedding.CHECKPOINT_SECONDS = 8, 0.0
 from searchsvc.cli import main
-from tests.helpers.paths import REPO, SHARED_ACL
-from tests.helpers.servers import SEARCHSVC, environment
 main(sys.argv[1:], prog_name="searchsvc")
 """
 
