@@ -1,8 +1,8 @@
 """How both engines read text and score it, so a query means and ranks the same on either.
 
-The Whoosh schema and the OpenSearch mapping are each built from these: the same word
-pattern, stop words, searched fields and BM25 parameters (docs/relevance.md says how they
-were chosen). Field boosts differ by engine because the engines combine fields differently.
+The Whoosh schema and the OpenSearch mapping are each built from these: the same stop
+words, searched fields and BM25 parameters (docs/relevance.md says how they were chosen). Field boosts differ by engine, because
+the engines combine fields differently, and so does the word pattern (WORD_PATTERN).
 """
 
 from __future__ import annotations
@@ -10,7 +10,11 @@ from __future__ import annotations
 from searchsvc.core.query import TEXT_FIELDS
 
 SEARCH_FIELDS = TEXT_FIELDS  # what a free-text query searches
-WORD_PATTERN = r"\w+(\.?\w+)*"  # a word: whoosh.analysis.RegexTokenizer's default pattern
+# A word on OpenSearch. whoosh-reloaded's RegexTokenizer keeps `*` inside words as well
+# (`[\w\*]+(\.?[\w\*]+)*`), so a stored "Processors*" is one word there and "processors"
+# here; the Whoosh schema keeps its own default, because unifying them moves its ranking
+# (docs/decisions.md, 2026-12-01: a follow-up with a schema version of its own).
+WORD_PATTERN = r"\w+(\.?\w+)*"
 # Whoosh's default stop list (whoosh.analysis.STOP_WORDS), dropped from ranked text; words
 # shorter than MIN_WORD_CHARS are dropped too (Whoosh's StopFilter(minsize=2)).
 STOP_WORDS = frozenset(

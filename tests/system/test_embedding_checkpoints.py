@@ -77,7 +77,7 @@ def test_a_rebuild_killed_while_embedding_keeps_its_progress(tmp_path: Path) -> 
     keys = np.load(generation / KEYS_FILE)
     kept = int(lookup(load(store), keys)[1].sum())
     assert 0 < kept < len(keys) == PAPERS
-    assert GenerationVectors(generation, store).get() is None, "a partial store was served as complete"
+    assert GenerationVectors(generation, store, PAPERS).get() is None, "a partial store was served as complete"
 
     again = subprocess.run(
         [str(SEARCHSVC), "rebuild", str(source), "--index-dir", str(index_dir)],

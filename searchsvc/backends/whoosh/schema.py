@@ -19,7 +19,7 @@ from whoosh.columns import NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.support.charset import accent_map
 
-from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
+from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS
 
 # How much a match in each searched field (analysis.SEARCH_FIELDS) counts.
 FIELD_BOOSTS = {"title": 4.0, "abstract": 1.0}
@@ -83,7 +83,7 @@ def stem(word: str) -> str:
 def text_analyzer() -> Analyzer:
     """Words, lowercased, accents folded, stop words dropped, Snowball-stemmed."""
     return (
-        RegexTokenizer(WORD_PATTERN)
+        RegexTokenizer()
         | LowercaseFilter()
         | CharsetFilter(accent_map)
         | StopFilter(STOP_WORDS, minsize=MIN_WORD_CHARS)
@@ -93,7 +93,7 @@ def text_analyzer() -> Analyzer:
 
 def unstemmed_analyzer() -> Analyzer:
     """Words case- and accent-folded but kept whole: exact phrases, names ("Müller" finds "muller")."""
-    return RegexTokenizer(WORD_PATTERN) | LowercaseFilter() | CharsetFilter(accent_map)
+    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map)
 
 
 def value_analyzer() -> Analyzer:
