@@ -65,6 +65,7 @@ class QueryCompiler:
         self._schema = reader.schema
         self._max_wildcard_terms = max_wildcard_terms
         self._deadline = deadline
+        self._steps = _Steps(deadline)  # shared by every wildcard word of the query
 
     def compile(self, node: Node) -> CompiledQuery:
         required = required_words(node)
@@ -167,7 +168,7 @@ class QueryCompiler:
                     QueryTooBroad,
                 )
             boost = FIELD_BOOSTS.get(field.removesuffix("_exact"), 1.0)
-            expanded.extend(query.Term(field, term, boost=boost) for term in terms)
+            expanded.extend(CheckedTerm(field, term, self._steps, boost=boost) for term in terms)
         return query.Or(expanded) if expanded else query.NullQuery
 
 
@@ -212,6 +213,59 @@ class _CheckedSpans(SpanNear2.SpanNear2Matcher):
         if self._deadline is not None and self._looked % CHECK_EVERY == 0:
             self._deadline.check()
         return super()._get_spans()
+
+
+class _Steps:
+    """Steps through postings counted across all of a query's wildcard words, so the clock is
+    read every CHECK_EVERY steps of them together (each word alone may take only a few)."""
+
+    def __init__(self, deadline: Deadline | None) -> None:
+        self.deadline = deadline
+        self._count = 0
+
+    def step(self) -> None:
+        self._count += 1
+        if self.deadline is not None and self._count % CHECK_EVERY == 0:
+            self.deadline.check()
+
+
+class CheckedTerm(query.Term):
+    """A word a wildcard expanded to, whose matcher reads the clock as it is built and stepped.
+
+    Four wildcards of 300 words each are 2,400 matchers to build and unions of them to
+    intersect: Whoosh returns no match to the collector for seconds while it does that.
+    It is still a Term, so ORs flatten and coordinate it exactly as before.
+    """
+
+    def __init__(self, fieldname: str, text: str, steps: _Steps, boost: float = 1.0) -> None:
+        super().__init__(fieldname, text, boost=boost)
+        self.steps = steps
+
+    def matcher(self, searcher: Searcher, context: Any = None) -> Matcher:
+        if self.steps.deadline is not None:
+            self.steps.deadline.check()
+        found = super().matcher(searcher, context)
+        return found if isinstance(found, matching.NullMatcherClass) else _CheckedPostings(found, self.steps)
+
+
+class _CheckedPostings(matching.WrappingMatcher):
+    def __init__(self, child: Matcher, steps: _Steps) -> None:
+        super().__init__(child)
+        self._steps = steps
+
+    def copy(self) -> Matcher:
+        return _CheckedPostings(self.child.copy(), self._steps)
+
+    def _replacement(self, newchild: Matcher) -> Matcher:
+        return _CheckedPostings(newchild, self._steps)
+
+    def next(self) -> Any:
+        self._steps.step()
+        return self.child.next()
+
+    def skip_to(self, id: int) -> Any:
+        self._steps.step()
+        return self.child.skip_to(id)
 
 
 def _or(subqueries: list[Query]) -> Query:

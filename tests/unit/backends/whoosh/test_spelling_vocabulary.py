@@ -117,3 +117,30 @@ def test_phrases_read_the_clock_while_they_look_and_otherwise_match_as_whoosh(
     now[0] = 2.0
     with pytest.raises(SearchTimedOut):
         looking.matcher(searcher.leaf_searchers()[0][0], searcher.context())
+
+
+def test_wildcard_words_read_the_clock_and_otherwise_match_and_score_as_whoosh_terms(
+    seed_backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    searcher = seed_backend._generations.get().searcher
+    words = [text.decode() for text in searcher.reader().expand_prefix("abstract_exact", "em")]
+    assert len(words) > 1
+    plain = query.Or([query.Term("abstract_exact", word) for word in words])
+    steps = querying._Steps(Deadline(60_000))
+    checked = query.Or([querying.CheckedTerm("abstract_exact", word, steps) for word in words])
+    expected = all_scored(searcher, plain, Deadline(60_000))
+    found = all_scored(searcher, checked, Deadline(60_000))
+    assert len(expected[0]) and expected[0].tolist() == found[0].tolist() and expected[1].tolist() == found[1].tolist()
+
+    monkeypatch.setattr(querying, "CHECK_EVERY", 1)  # every step through the postings reads the clock
+    now = [0.0]
+    late = querying._Steps(Deadline(1000, clock=lambda: now[0]))
+    leaf, context = searcher.leaf_searchers()[0][0], searcher.context()
+    matcher = querying.CheckedTerm("abstract_exact", "the", late).matcher(leaf, context)
+    assert matcher.is_active()
+    now[0] = 2.0
+    with pytest.raises(SearchTimedOut):
+        while matcher.is_active():
+            matcher.next()
+    with pytest.raises(SearchTimedOut):  # nor is another of the thousands of matchers built
+        querying.CheckedTerm("abstract_exact", "the", late).matcher(leaf, context)
