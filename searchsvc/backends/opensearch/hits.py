@@ -24,19 +24,8 @@ def hit(doc: Dsl, score: float | None) -> Hit:
     """A result entry for a hit document, with `score` (lexical or fused, rounded by the caller)."""
     paper = Paper.from_stored(doc["_source"])
     marked = doc.get("highlight", {})
-    return Hit(
-        id=paper.id,
-        title=paper.title,
-        abstract=paper.abstract,
-        year=paper.year,
-        subjects=paper.subjects,
-        authors=paper.authors,
-        score=score,
-        highlights={
-            "title": _best(marked, "title") or escape(paper.title, quote=True),
-            "abstract": _snippet(_best(marked, "abstract"), paper.abstract),
-        },
-    )
+    title = _best(marked, "title") or escape(paper.title, quote=True)
+    return Hit.of(paper, score, title, _snippet(_best(marked, "abstract"), paper.abstract))
 
 
 def _best(marked: Dsl, field: str) -> str:
