@@ -89,6 +89,6 @@ def test_a_rebuild_killed_while_embedding_keeps_its_progress(tmp_path: Path) -> 
     assert again.returncode == 0, again.stderr
     embedded = int(re.search(r"(\d+) embedded", again.stdout)[1])
     assert embedded == PAPERS - kept
-    vectors = GenerationVectors(published(index_dir), store).get()
+    vectors = GenerationVectors(published(index_dir), store, PAPERS).get()
     assert vectors is not None and len(vectors) == PAPERS
     assert read_strictly(store) == PAPERS  # the final store holds this collection's papers and nothing else
