@@ -198,6 +198,11 @@ class CheckedPhrase(query.Phrase):
         return found if self.boost == 1.0 else matching.WrappingMatcher(found, boost=self.boost)
 
 
+# Papers a phrase looks at between two looks at the clock: each look reads and lines up the
+# words' position lists, for common words (`"of the"`) far costlier than one posting step.
+_SPANS_PER_CHECK = 16
+
+
 class _CheckedSpans(SpanNear2.SpanNear2Matcher):
     def __init__(self, terms: list[Matcher], deadline: Deadline | None) -> None:
         self._deadline = deadline
@@ -210,7 +215,7 @@ class _CheckedSpans(SpanNear2.SpanNear2Matcher):
     def _get_spans(self) -> list[Any]:
         """Called once per paper holding all the words: where the matcher spends its time."""
         self._looked += 1
-        if self._deadline is not None and self._looked % CHECK_EVERY == 0:
+        if self._deadline is not None and self._looked % _SPANS_PER_CHECK == 0:
             self._deadline.check()
         return super()._get_spans()
 

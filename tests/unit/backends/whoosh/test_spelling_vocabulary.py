@@ -104,7 +104,7 @@ def test_one_budget_per_request_shared_by_every_backend_call(
 def test_phrases_read_the_clock_while_they_look_and_otherwise_match_as_whoosh(
     seed_backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(querying, "CHECK_EVERY", 1)
+    monkeypatch.setattr(querying, "_SPANS_PER_CHECK", 1)
     searcher = seed_backend._generations.get().searcher
     words = ["embedding", "tables"]
     plain = query.Phrase("abstract_exact", words)
