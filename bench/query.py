@@ -51,18 +51,11 @@ def http_load(server: Server, requests: list[mix.MixQuery], clients: int) -> dic
     latencies: list[float] = [0.0] * len(requests)
     took: list[float] = [0.0] * len(requests)
     statuses: list[int] = [0] * len(requests)
-    cursor = iter(range(len(requests)))
-    lock = threading.Lock()
     peak_rss: dict[int, int] = {}
     done = threading.Event()
 
-    def client() -> None:
-        while True:
-            with lock:
-                i = next(cursor, None)
-            if i is None:
-                return
-            statuses[i], latencies[i], took[i] = _get(server.port, "/api/search?" + requests[i].params())
+    def send(i: int) -> None:
+        statuses[i], latencies[i], took[i] = _get(server.port, "/api/search?" + requests[i].params())
 
     def sample() -> None:
         while not done.is_set():
@@ -75,12 +68,8 @@ def http_load(server: Server, requests: list[mix.MixQuery], clients: int) -> dic
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    by_clients(len(requests), clients, send)
     seconds = time.perf_counter() - started
     done.set()
     sampler.join()
@@ -97,6 +86,26 @@ def http_load(server: Server, requests: list[mix.MixQuery], clients: int) -> dic
         "by_kind_ms": _by_kind(requests, latencies),
         "worker_peak_rss_bytes": sorted(peak_rss.values()),
     }
+
+
+def by_clients(count: int, clients: int, work: Callable[[int], None]) -> None:
+    """`work(i)` for every i below `count`, from `clients` threads each taking the next i."""
+    cursor = iter(range(count))
+    lock = threading.Lock()
+
+    def client() -> None:
+        while True:
+            with lock:
+                i = next(cursor, None)
+            if i is None:
+                return
+            work(i)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _get(port: int, path: str) -> tuple[int, float, float]:

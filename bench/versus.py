@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
 from bench import corpus, mix
 from bench.measure import REPO, latency_summary, machine, report, table
-from bench.query import WARMUP, _by_kind, _get
+from bench.query import WARMUP, _by_kind, _get, by_clients
 from bench.server import Server, procfile_web
 
 VERSIONS = ("baseline", "this")
@@ -57,25 +56,13 @@ def _load(
 ) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
     samples: dict[str, list[float]] = {v: [0.0] * len(requests) for v in VERSIONS}
     statuses: dict[str, list[int]] = {v: [0] * len(requests) for v in VERSIONS}
-    cursor = iter(range(len(requests)))
-    lock = threading.Lock()
 
-    def client() -> None:
-        while True:
-            with lock:
-                i = next(cursor, None)
-            if i is None:
-                return
-            order = VERSIONS if i % 2 == 0 else VERSIONS[::-1]
-            for version in order:
-                status, elapsed, _ = _get(servers[version].port, "/api/search?" + requests[i].params())
-                statuses[version][i], samples[version][i] = status, elapsed
+    def send(i: int) -> None:
+        for version in VERSIONS if i % 2 == 0 else VERSIONS[::-1]:
+            status, elapsed, _ = _get(servers[version].port, "/api/search?" + requests[i].params())
+            statuses[version][i], samples[version][i] = status, elapsed
 
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    by_clients(len(requests), clients, send)
     return samples, statuses
 
 
