@@ -28,9 +28,9 @@ bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"
 # Searching is CPU-bound pure Python, so one worker process per core; each opens the
 # published index generation itself. Each worker is a gevent worker, not a synchronous one:
 # a synchronous worker waits on one client at a time, so two sockets that send nothing stop
-# the service. Here each connection costs a greenlet, and a search still runs alone from
-# start to end: it never waits on a socket, so no other greenlet runs inside it and the
-# worker's one Whoosh searcher is never used by two searches at once (docs/decisions.md).
+# the service. Here each connection costs a greenlet. A search never waits on a socket, so it
+# pauses every 20 ms of its work (post_worker_init) to let the worker's other connections
+# move, and searches of one worker take turns at its Whoosh searcher (docs/decisions.md).
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 worker_class = "gevent"
 worker_connections = 1000  # open connections per worker, idle ones included
@@ -58,7 +58,13 @@ logger_class = "searchsvc.web.access_log.EscapingLogger"
 
 
 def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
-    """Open the published index in each new worker before its first request, so no user waits for it."""
-    from searchsvc.web.app import open_index
+    """Let searches pause for the worker's other connections, and open the published index
+    before the first request, so no user waits for it."""
+    from gunicorn.workers.ggevent import GeventWorker
 
+    from searchsvc.web.app import open_index
+    from searchsvc.web.cooperative import pause_searches_for_other_connections
+
+    if isinstance(worker, GeventWorker):  # GUNICORN_CMD_ARGS may choose another class
+        pause_searches_for_other_connections()
     open_index(worker.wsgi)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, wraps
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 from whoosh import index, query
@@ -44,6 +45,25 @@ from searchsvc.settings import Settings
 ENGINE = "whoosh-reloaded"
 RELATED_KEY_TERMS = 12  # a paper's most distinctive words that "related papers" look for
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _in_turn(method: Callable[Concatenate[WhooshBackend, _P], _R]) -> Callable[Concatenate[WhooshBackend, _P], _R]:
+    """The method reads the served generation alone, waiting its turn within the request's limit.
+
+    Under gevent a search pauses at its deadline checks (core.deadline) so the worker's other
+    connections move; another search must not read the same searcher, or swap the generation
+    from under it, meanwhile. Without pauses (sync workers, the CLI) the lock is never contended.
+    """
+
+    @wraps(method)
+    def taking_turn(self: WhooshBackend, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._deadline().turn(self._turn):
+            return method(self, *args, **kwargs)
+
+    return taking_turn
+
 
 class WhooshBackend:
     """Search over index generations in `settings.index_dir`."""
@@ -53,6 +73,7 @@ class WhooshBackend:
         self.store = GenerationStore(settings.index_dir)
         self.vector_store = store_file(settings.vector_store_dir)
         self._generations = GenerationCache(self.store, self.vector_store)
+        self._turn = threading.Lock()  # gevent's own lock in a gevent worker (it patches threading first)
 
     # Building -------------------------------------------------------------------
 
@@ -126,6 +147,7 @@ class WhooshBackend:
 
     # Reading --------------------------------------------------------------------
 
+    @_in_turn
     def status(self) -> dict[str, Any]:
         """The generation this process serves: its manifest, the papers its index holds, and whether
         they are ranked by meaning too ("pending" while the rebuild is still embedding them)."""
@@ -137,6 +159,7 @@ class WhooshBackend:
         doc_count = gen.searcher.doc_count()
         return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic)
 
+    @_in_turn
     def search(self, request: SearchRequest) -> SearchResult:
         """Every stage (parse, match, score, rank, highlight, facets, spelling) checks the request's deadline."""
         started = time.perf_counter()
@@ -157,6 +180,7 @@ class WhooshBackend:
             suggestion=suggestion,
         )
 
+    @_in_turn
     def export(self, request: SearchRequest, limit: int) -> list[Paper]:
         """The first `limit` papers of the whole ordered result set."""
         found = self._match(request, self._deadline())
@@ -168,16 +192,19 @@ class WhooshBackend:
         found.deadline.check()
         return papers
 
+    @_in_turn
     def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
         found = self._match(request, self._deadline())
         values, truncated = found.gen.facets.lookup(name, prefix, found.matched, found.filters, request, limit)
         found.deadline.check()
         return FacetLookup(name=name, prefix=prefix, values=values, truncated=truncated)
 
+    @_in_turn
     def paper(self, paper_id: str) -> Paper:
         gen = self._generations.get()
         return Paper.from_stored(gen.searcher.stored_fields(_docnum(gen, paper_id)))
 
+    @_in_turn
     def related(self, paper_id: str, limit: int) -> list[Hit]:
         """The papers nearest in meaning to this one among the whole collection (the generation's
         vectors, scanned with numpy); while they are pending or ranking by meaning is off, those

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+
 import pytest
 
-from searchsvc.core.deadline import Deadline
+from searchsvc.core.deadline import PAUSE_EVERY_S, Deadline, pause_searches_with
 from searchsvc.core.errors import SearchTimedOut
 
 pytestmark = pytest.mark.reliability
@@ -19,3 +23,45 @@ def test_the_deadline_passes_until_its_limit_then_names_it() -> None:
     with pytest.raises(SearchTimedOut) as raised:
         deadline.check()
     assert raised.value.details == {"limit_ms": 1000} and "1000 ms" in raised.value.message
+
+
+@pytest.fixture
+def pauses() -> Iterator[list[float]]:
+    """The clock readings at which checks paused, with pausing on for the test only."""
+    paused: list[float] = []
+    yield paused
+    pause_searches_with(None)
+
+
+def test_checks_pause_after_each_stretch_of_work_when_pausing_is_on(pauses: list[float]) -> None:
+    now = [0.0]
+    pause_searches_with(lambda: pauses.append(now[0]))
+    deadline = Deadline(1000, clock=lambda: now[0])
+    for step in range(100):  # 100 checks, 5 ms of work apart
+        now[0] = step * 0.005
+        deadline.check()
+    gaps = [b - a for a, b in zip([0.0, *pauses], pauses)]
+    # At least 20 ms of work between two pauses, and at most one check (5 ms) more than that.
+    assert len(pauses) >= 0.5 / (PAUSE_EVERY_S + 0.005) - 1
+    assert all(PAUSE_EVERY_S - 1e-9 <= gap <= PAUSE_EVERY_S + 0.005 + 1e-9 for gap in gaps), gaps
+
+
+def test_checks_never_pause_when_pausing_is_off() -> None:
+    now = [0.0]
+    deadline = Deadline(1000, clock=lambda: now[0])
+    for step in range(100):
+        now[0] = step * 0.005
+        deadline.check()  # no hook: nothing to call, nothing raised
+
+
+def test_a_turn_waits_for_the_lock_no_longer_than_the_limit() -> None:
+    lock = threading.Lock()
+    with Deadline(1000).turn(lock):
+        assert lock.locked()
+    assert not lock.locked()
+    lock.acquire()
+    started = time.monotonic()
+    with pytest.raises(SearchTimedOut), Deadline(50).turn(lock):
+        pytest.fail("ran without the lock")
+    assert 0.04 <= time.monotonic() - started < 5  # it waited about its 50 ms, then gave up
+    lock.release()

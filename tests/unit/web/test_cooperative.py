@@ -1,0 +1,53 @@
+"""A gevent worker's search pauses so the worker's other connections are served meanwhile."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from searchsvc.core.deadline import Deadline, pause_searches_with
+from searchsvc.web.cooperative import pause_searches_for_other_connections
+
+gevent = pytest.importorskip("gevent")
+gevent_socket = pytest.importorskip("gevent.socket")
+
+pytestmark = pytest.mark.reliability
+
+
+@pytest.fixture
+def pausing() -> Iterator[None]:
+    pause_searches_for_other_connections()
+    yield
+    pause_searches_with(None)
+
+
+def test_a_connection_ready_to_read_is_served_while_a_search_computes(pausing: None) -> None:
+    """Two greenlets of one thread, as gunicorn's gevent worker runs them: a search that only
+    computes and checks its deadline, and a connection whose request is already waiting."""
+    finished: dict[str, float] = {}
+    client, server = gevent_socket.socketpair()
+
+    def search() -> None:
+        deadline = Deadline(5000)
+        ends = time.monotonic() + 0.5
+        while time.monotonic() < ends:  # half a second of work, never waiting on a socket
+            deadline.check()
+        finished["search"] = time.monotonic()
+
+    def other_connection() -> None:
+        server.recv(16)  # waits on the socket: only the event loop's poll wakes it
+        finished["other"] = time.monotonic()
+
+    listening = gevent.spawn(other_connection)
+    gevent.sleep(0.01)  # it is now waiting on its socket
+    searching = gevent.spawn(search)
+    gevent.sleep(0)  # the search starts, then the request arrives
+    client.send(b"GET /healthz")
+    started = time.monotonic()
+    gevent.joinall([searching, listening], timeout=10)
+    client.close()
+    server.close()
+    assert finished["other"] < finished["search"]
+    assert finished["other"] - started < 0.25  # served within a few pauses, not after the search
