@@ -1,7 +1,7 @@
 """A real browser for the UI tests: Debian's chromium, driven by Playwright.
 
 Playwright's own browser download cannot work here, so it launches the system chromium
-(`.ci/install-chromium` installs it; the README's test command runs that first). A missing
+(`.ci/install-browser` installs it; the README's test command runs that first). A missing
 chromium fails the tests that need it: it never skips them.
 """
 
@@ -38,7 +38,7 @@ TIMEOUT_MS = 15_000  # per action and expectation; the machine is small and shar
 def chromium_executable() -> str:
     path = os.environ.get(CHROMIUM_ENV) or shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(path).exists():
-        pytest.fail(f"no chromium at {path}: run .ci/install-chromium (the README's test command runs it first)")
+        pytest.fail(f"no chromium at {path}: run .ci/install-browser (the README's test command runs it first)")
     return path
 
 

@@ -3,7 +3,9 @@
 The index holds the seeds plus records whose title, abstract and author carry markup that
 would run script if it reached the page unescaped. Every test fails on any dialog, script
 error or console error (a Content-Security-Policy violation is one), so each also checks
-that the page's own stylesheet and script pass the policy.
+that the page's own stylesheet and script pass the policy. Every test also fails on any
+accessibility violation axe-core finds in the pages it loads and in the state it ends in
+(tests/helpers/accessibility.py), and one test audits every kind of page at both widths.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
+from tests.helpers.accessibility import assert_accessible, audit_once
 from tests.helpers.browser import DESKTOP, PHONE, TIMEOUT_MS, launch, screenshot, watch, WatchedPage
 from tests.helpers.paths import SEEDS
 from tests.helpers.records import jsonl
@@ -61,11 +64,16 @@ def browser() -> Iterator[Browser]:
 
 @contextmanager
 def watched_page(browser: Browser, **context_options: Any) -> Iterator[WatchedPage]:
-    """A page in a fresh browser context; on leaving, no dialog may have opened and no error occurred."""
+    """A page in a fresh browser context; on leaving, the state it ends in has no accessibility
+    violation, no dialog opened and no error occurred."""
     context = browser.new_context(**{"viewport": DESKTOP, **context_options})
     try:
         watched = watch(context)
         yield watched
+        # axe-core runs as script: a page with script off cannot be audited (its markup is
+        # the same, and audited with script on by every other test).
+        if watched.page.url.startswith("http") and context_options.get("java_script_enabled", True):
+            assert_accessible(watched.page, "the state the test ends in")
     finally:
         context.close()
     assert watched.dialogs == [], "a dialog opened: script from the data ran"
@@ -91,6 +99,7 @@ def loaded(page: Page) -> Page:
     half-parsed page.
     """
     page.wait_for_load_state("load")
+    audit_once(page, "a page the test loaded")
     return page
 
 
@@ -452,6 +461,32 @@ def test_works_without_javascript(browser: Browser, base: str) -> None:
         follow(page.locator(".hit-title a").first)
         expect(page.get_by_role("button", name="Copy BibTeX")).to_be_hidden()  # needs script; text stays selectable
         expect(page.locator("#bibtex")).to_be_visible()
+
+
+PAGE_STATES = {
+    "no query": "/",
+    "results": "/?q=embedding+tables",
+    "filters and a chip": "/?q=training&subject=cs.LG&author=Maxim+Naumov&year_from=2019",
+    "empty, with did-you-mean": "/?q=compostional&subject=cs.LG",
+    "a syntax error": "/?q=embedding+AND",
+    "an author lookup": "/?q=embedding&find_author=na",
+    "a later page": "/?q=embedding&per_page=5&page=2",
+    "a paper": "/papers/injected-markup",
+    "not found": "/papers/no-such-paper",
+}
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_every_kind_of_page_passes_the_accessibility_audit(browser: Browser, base: str, viewport: dict[str, int]) -> None:
+    """axe-core's every rule, on each kind of page at both widths: at phone width the sort's
+    label was hidden with display:none, which left the select without a name (critical)."""
+    with watched_page(browser, viewport=viewport) as watched:
+        for state, path in PAGE_STATES.items():
+            watched.page.goto(f"{base}{path}")
+            watched.page.wait_for_load_state("load")
+            assert_accessible(watched.page, state)
+        expect_failed_load(watched, 400)  # the syntax error
+        expect_failed_load(watched, 404)
 
 
 def test_phone_width(browser: Browser, base: str) -> None:
