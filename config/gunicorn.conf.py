@@ -32,7 +32,7 @@ bind = [f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"]
 # /metrics answers on (searchsvc/web/metrics.py); every address serves the same app otherwise.
 if _settings.metrics and _settings.metrics_bind:
     if address_port(_settings.metrics_bind) == _port:
-        print(f"error: SEARCHSVC_METRICS_BIND={_settings.metrics_bind} uses PORT={_port}, the public port", file=sys.stderr)
+        print(f"error: SEARCHSVC_METRICS_BIND={_settings.metrics_bind}: {_port} is the public PORT", file=sys.stderr)
         sys.exit(2)
     bind.append(_settings.metrics_bind)
 

@@ -71,7 +71,10 @@ def _meters() -> _Meters:
             "searchsvc_requests", "HTTP requests answered", ["route", "method", "status"], registry=_REGISTRY
         ),
         request_seconds=Histogram(
-            "searchsvc_request_seconds", "Time to answer a request", ["route"], buckets=_REQUEST_BUCKETS,
+            "searchsvc_request_seconds",
+            "Time to answer a request",
+            ["route"],
+            buckets=_REQUEST_BUCKETS,
             registry=_REGISTRY,
         ),
         searches=Counter(
@@ -81,7 +84,8 @@ def _meters() -> _Meters:
             registry=_REGISTRY,
         ),
         timeouts=Counter(
-            "searchsvc_search_timeouts", "Searches, exports and lookups ended by the request's time limit",
+            "searchsvc_search_timeouts",
+            "Searches, exports and lookups ended by the request's time limit",
             registry=_REGISTRY,
         ),
     )
@@ -90,8 +94,10 @@ def _meters() -> _Meters:
 @cache
 def _rebuild_seconds() -> Histogram:
     return Histogram(
-        "searchsvc_rebuild_seconds", "Duration of each `searchsvc rebuild` run that succeeded",
-        buckets=_REBUILD_BUCKETS, registry=_REGISTRY,
+        "searchsvc_rebuild_seconds",
+        "Duration of each `searchsvc rebuild` run that succeeded",
+        buckets=_REBUILD_BUCKETS,
+        registry=_REGISTRY,
     )
 
 
@@ -213,9 +219,7 @@ def index_state(backend: Backend) -> Iterable[Metric]:
         up.add_metric([], 0)
         return [up]
     up.add_metric([], 1)
-    info = GaugeMetricFamily(
-        "searchsvc_index_info", "The generation served (value 1)", labels=["generation", "engine"]
-    )
+    info = GaugeMetricFamily("searchsvc_index_info", "The generation served (value 1)", labels=["generation", "engine"])
     info.add_metric([str(status.get("generation", "")), backend.settings.backend], 1)
     papers = GaugeMetricFamily("searchsvc_papers", "Papers in the served generation")
     papers.add_metric([], float(status.get("doc_count", 0)))

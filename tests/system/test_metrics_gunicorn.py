@@ -69,9 +69,7 @@ def index_dir(tmp_path: Path) -> Path:
     return directory
 
 
-def test_metrics_sum_both_workers_and_rise(
-    tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_metrics_sum_both_workers_and_rise(tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)  # the master makes a private directory
     metrics_port = free_port()
     metrics_env = {"SEARCHSVC_METRICS": "on", "SEARCHSVC_METRICS_BIND": f"127.0.0.1:{metrics_port}"}

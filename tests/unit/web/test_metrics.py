@@ -39,6 +39,10 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
+def rise(before: Samples, after: Samples, name: str, **labels: str) -> float:
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
 def label_values(samples: Samples, name: str, label: str) -> set[str]:
     return {dict(labels)[label] for (sample, labels), _ in samples.items() if sample == name}
 
@@ -97,7 +101,7 @@ def test_requests_are_counted_by_route_method_and_status(metered: FlaskClient) -
     assert metered.get("/api/search?per_page=0").status_code == 400
     assert metered.get("/api/papers/no-such-paper").status_code == 404
     after = scrape(metered)
-    assert value(after, "searchsvc_requests_total", **SEARCH_OK) - value(before, "searchsvc_requests_total", **SEARCH_OK) == 3
+    assert rise(before, after, "searchsvc_requests_total", **SEARCH_OK) == 3
     bad = {"route": "/api/search", "method": "GET", "status": "400"}
     assert value(after, "searchsvc_requests_total", **bad) - value(before, "searchsvc_requests_total", **bad) == 1
     paper = {"route": "/api/papers/<path:paper_id>", "method": "GET", "status": "404"}
@@ -138,7 +142,7 @@ def test_label_values_stay_bounded_whatever_the_paths(metered: FlaskClient) -> N
     assert new_routes <= {"<unmatched>", "/api/papers/<path:paper_id>"}
     assert "<unmatched>" in label_values(after, "searchsvc_requests_total", "route")
     unmatched = {"route": "<unmatched>", "method": "GET", "status": "404"}
-    assert value(after, "searchsvc_requests_total", **unmatched) - value(before, "searchsvc_requests_total", **unmatched) == 50
+    assert rise(before, after, "searchsvc_requests_total", **unmatched) == 50
     assert "BREW" not in label_values(after, "searchsvc_requests_total", "method")
     assert value(after, "searchsvc_requests_total", route="<unmatched>", method="other", status="405") >= 1
 
