@@ -7,18 +7,24 @@ tests/system/test_metrics_gunicorn.py checks the sums across real gunicorn worke
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from searchsvc.cli import main
 from searchsvc.core.errors import ConfigurationError, SearchTimedOut
 from searchsvc.settings import load_settings
 from tests.helpers.apps import app_for
+from tests.helpers.paths import REPO
+from tests.helpers.servers import environment
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 SEARCH_OK = {"route": "/api/search", "method": "GET", "status": "200"}
@@ -179,3 +185,24 @@ def test_without_an_index_the_index_is_reported_down(tmp_path: Path) -> None:
     samples = scrape(client)
     assert value(samples, "searchsvc_index_up") == 0
     assert ("searchsvc_papers", frozenset()) not in samples
+
+
+def test_searchsvc_settings_lists_both_settings() -> None:
+    result = CliRunner().invoke(main, ["settings"], env={"SEARCHSVC_METRICS": "on"})
+    assert result.exit_code == 0, result.output
+    assert "metrics = True" in result.output and "metrics_bind = 127.0.0.1:9100" in result.output
+
+
+def test_gunicorn_refuses_a_metrics_bind_on_the_public_port() -> None:
+    env = {**environment(PORT="9100", HOST="127.0.0.1"), "SEARCHSVC_METRICS": "on"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "--config", "config/gunicorn.conf.py", "searchsvc:create_app()"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "error: SEARCHSVC_METRICS_BIND=127.0.0.1:9100: 9100 is the public PORT" in result.stderr
+    assert "Booting worker" not in result.stderr
