@@ -1,7 +1,8 @@
 """gunicorn settings for searchsvc: the Procfile's `web:` line and `searchsvc serve` both use this file.
 
 Environment: PORT (default 8000) and HOST (default 0.0.0.0, the platform convention) for
-the address, WEB_CONCURRENCY for the number of workers, SEARCHSVC_* for the service.
+the address, WEB_CONCURRENCY for the number of workers, SEARCHSVC_* for the service, and
+PROMETHEUS_MULTIPROC_DIR for where workers keep their metrics when SEARCHSVC_METRICS is on.
 """
 
 import multiprocessing
@@ -10,11 +11,13 @@ import sys
 
 from searchsvc.core.errors import ConfigurationError
 from searchsvc.settings import load_settings
+from searchsvc.settings_rules import address_port
 
 # Settings are checked here, in the master, so a bad value stops gunicorn with one line before
 # any worker boots (a worker failing in create_app would print a traceback per worker instead).
+# (Named with an underscore: gunicorn reads this module's other globals as its own settings.)
 try:
-    load_settings()
+    _settings = load_settings()
 except ConfigurationError as exc:
     print(f"error: {exc.message}", file=sys.stderr)
     sys.exit(2)
@@ -23,7 +26,15 @@ except ConfigurationError as exc:
 # every core, and embedding one query (searchsvc/semantic/encoder.py) is too small to gain.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"
+_port = os.environ.get("PORT", "8000")
+bind = [f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"]
+# With metrics on, gunicorn also listens on metrics_bind (loopback by default), the one address
+# /metrics answers on (searchsvc/web/metrics.py); every address serves the same app otherwise.
+if _settings.metrics and _settings.metrics_bind:
+    if address_port(_settings.metrics_bind) == _port:
+        print(f"error: SEARCHSVC_METRICS_BIND={_settings.metrics_bind}: {_port} is the public PORT", file=sys.stderr)
+        sys.exit(2)
+    bind.append(_settings.metrics_bind)
 
 # Searching is CPU-bound pure Python, so one worker process per core; each opens the
 # published index generation itself. Each worker is a gevent worker, not a synchronous one:
@@ -55,6 +66,32 @@ accesslog = "-"
 errorlog = "-"
 # Escapes what requests put in the access log (header values), so no request forges a line.
 logger_class = "searchsvc.web.access_log.EscapingLogger"
+
+
+# Metrics (prometheus_client's multiprocess mode): each worker writes its counts to files in one
+# directory and a scrape sums them. The master empties it (or makes a private one) before forking.
+_made_metrics_directory = None
+
+
+def on_starting(server):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
+    global _made_metrics_directory
+    if _settings.metrics:
+        from searchsvc.web import metrics_directory
+
+        _made_metrics_directory = metrics_directory.prepare()
+
+
+def child_exit(server, worker):  # noqa: ANN001, ANN201
+    if _settings.metrics:
+        from searchsvc.web import metrics_directory
+
+        metrics_directory.worker_exited(worker.pid)
+
+
+def on_exit(server):  # noqa: ANN001, ANN201
+    from searchsvc.web import metrics_directory
+
+    metrics_directory.remove(_made_metrics_directory)
 
 
 def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)

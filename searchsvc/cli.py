@@ -78,7 +78,12 @@ def rebuild_command(sources: tuple[Path, ...], index_dir: Path | None) -> None:
     published and the previous index keeps serving.
     """
     settings = _settings(index_dir)
-    click.echo(_rebuild(open_backend(settings), list(sources) or list(settings.sources)).summary())
+    report = _rebuild(open_backend(settings), list(sources) or list(settings.sources))
+    if settings.metrics:
+        from searchsvc.web.metrics import observe_rebuild  # Flask and prometheus_client only when asked for
+
+        observe_rebuild(report.seconds)
+    click.echo(report.summary())
 
 
 def _rebuild(backend: Backend, sources: list[Path]) -> RebuildReport:

@@ -22,6 +22,7 @@ from searchsvc.settings_rules import (
     Choice,
     Integer,
     NonEmptyPath,
+    OptionalAddress,
     OptionalPath,
     PathList,
     Refused,
@@ -139,6 +140,18 @@ class Settings:
     )
     opensearch_replicas: int = _setting(
         1, "copies of each shard on other nodes: searches go on when a node dies", Integer(0, 100)
+    )
+    metrics: bool = _setting(
+        False,
+        "GET /metrics in Prometheus text format; off unless asked for: it tells whoever reaches it the traffic, "
+        "timings and the index's generation and size",
+        Boolean(),
+    )
+    metrics_bind: str = _setting(
+        "127.0.0.1:9100",
+        "where /metrics answers when metrics are on: gunicorn listens there too, and /metrics is a 404 on every "
+        "other address; empty: on the public address (then keep it private in front of the service)",
+        OptionalAddress(),
     )
 
     @property

@@ -46,7 +46,7 @@ class Integer:
         return f"an integer from {self.low} to {self.high}"
 
 
-_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+_BOOLEANS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
 
 class Boolean:
@@ -58,7 +58,7 @@ class Boolean:
         raise Refused(f"must be {self}")
 
     def __str__(self) -> str:
-        return "true or false (also yes/no, 1/0)"
+        return "true or false (also yes/no, on/off, 1/0)"
 
 
 class Choice:
@@ -72,6 +72,29 @@ class Choice:
 
     def __str__(self) -> str:
         return "one of " + ", ".join(self.options)
+
+
+_ADDRESS = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(?P<port>[0-9]{1,5})")
+
+
+class OptionalAddress:
+    """host:port to listen on (an IPv6 host in brackets), or empty for none."""
+
+    def read(self, value: Any) -> str:
+        if value == "" or value is None:
+            return ""
+        found = _ADDRESS.fullmatch(value.strip()) if isinstance(value, str) else None
+        if found is None or not 1 <= int(found["port"]) <= 65535:
+            raise Refused(f"must be {self}")
+        return value.strip()
+
+    def __str__(self) -> str:
+        return "host:port (port 1 to 65535), or empty"
+
+
+def address_port(address: str) -> str:
+    """The port of an address OptionalAddress read, as text (as WSGI's SERVER_PORT holds it)."""
+    return address.rsplit(":", 1)[1]
 
 
 class Text:

@@ -11,7 +11,7 @@ from searchsvc.backends import open_backend
 from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.settings import load_settings
-from searchsvc.web import api, health, http_errors, openapi, ui
+from searchsvc.web import api, health, http_errors, metrics, openapi, ui
 from searchsvc.web.raw_query import refuse_invalid_utf8
 from searchsvc.web.service import Service
 
@@ -43,12 +43,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     # variable must not expose tracebacks or let errors escape the JSON/HTML error handlers.
     app.debug = False
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documents in schema order
-    app.extensions["searchsvc"] = Service(settings, open_backend(settings))
+    backend = open_backend(settings)
+    app.extensions["searchsvc"] = Service(settings, metrics.metered(backend) if settings.metrics else backend)
     app.register_blueprint(api.blueprint)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(ui.blueprint)
     openapi.init_app(app)
     http_errors.init_app(app)
+    metrics.init_app(app)  # first: its clock starts before any check that may refuse the request
     app.before_request(refuse_invalid_utf8)
     app.after_request(_add_security_headers)
     app.wsgi_app = _with_request_budget(app.wsgi_app, settings.search_time_limit_ms)  # type: ignore[method-assign]

@@ -48,6 +48,18 @@ def get(url: str, timeout: float = REQUEST_TIMEOUT) -> tuple[int, Any]:
             error.close()
 
 
+def get_text(url: str, timeout: float = REQUEST_TIMEOUT) -> tuple[int, str]:
+    """GET `url`: its status and body as text, for error statuses too (e.g. /metrics)."""
+    try:
+        with _OPENER.open(url, timeout=timeout) as response:
+            return response.status, response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        try:
+            return error.code, error.read().decode("utf-8", errors="replace")
+        finally:
+            error.close()
+
+
 def free_port() -> int:
     """A loopback port nothing listens on now (the kernel's pick for port 0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -69,12 +81,12 @@ def environment(**extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
 
 
-def run_rebuild(index_dir: Path, *sources: Path) -> subprocess.CompletedProcess[str]:
+def run_rebuild(index_dir: Path, *sources: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     """Run `searchsvc rebuild SOURCES --index-dir index_dir` as a separate process, whatever its outcome."""
     return subprocess.run(
         [str(SEARCHSVC), "rebuild", *map(str, sources), "--index-dir", str(index_dir)],
         cwd=REPO,
-        env=environment(),
+        env=environment(**extra_env),
         capture_output=True,
         text=True,
         timeout=300,
@@ -82,9 +94,9 @@ def run_rebuild(index_dir: Path, *sources: Path) -> subprocess.CompletedProcess[
     )
 
 
-def rebuild_index(index_dir: Path, *sources: Path) -> str:
+def rebuild_index(index_dir: Path, *sources: Path, **extra_env: str) -> str:
     """Run a rebuild that must succeed; return the generation it published."""
-    done = run_rebuild(index_dir, *sources)
+    done = run_rebuild(index_dir, *sources, **extra_env)
     assert done.returncode == 0, f"rebuild exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     summary = done.stdout.split()
     assert summary[:3] == ["rebuilt", "index", "generation"], done.stdout
