@@ -282,7 +282,7 @@ class AuthorSchema(Schema):
     coauthors = fields.List(
         fields.Nested(CoauthorSchema),
         required=True,
-        metadata={"description": "Everyone who wrote any of these papers with the author: most papers first, then by name."},
+        metadata={"description": "Everyone who wrote any of these papers with the author: most first, then by name."},
     )
     coauthors_complete = fields.Boolean(
         required=True,

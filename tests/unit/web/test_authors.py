@@ -18,16 +18,18 @@ from tests.helpers.apps import app_for, error_of
 from tests.helpers.indexes import build_index
 
 MARKUP = "<script>alert(1)</script> Smith"
+PAPERS = [  # (title, year, subject, authors)
+    ("Lattices one", 2019, "cs.LG", ["Jürgen Müller", "Ada Lovelace", "AC/DC Collective"]),
+    ("Lattices two", 2020, "cs.AI", ["Jürgen Müller", "Ada Lovelace"]),
+    ("Lattices three", 2020, "cs.LG", ["Jürgen Müller", "李明"]),
+    ("Lattices four", 2021, "cs.CL", ["Jürgen Müller", "Zed Zimmer"]),
+    ("Escaping names", 2018, "cs.CR", [MARKUP, "Ada Lovelace"]),
+    ("A crowded paper", 2022, "cs.DL", ["Hub Author", *(f"Coauthor {number:02d}" for number in range(1, 13))]),
+]
 RECORDS = [
-    {"id": "m-1", "title": "Lattices one", "year": 2019, "categories": ["cs.LG"],
-     "authors": ["Jürgen Müller", "Ada Lovelace", "AC/DC Collective"]},
-    {"id": "m-2", "title": "Lattices two", "year": 2020, "categories": ["cs.AI"], "authors": ["Jürgen Müller", "Ada Lovelace"]},
-    {"id": "m-3", "title": "Lattices three", "year": 2020, "categories": ["cs.LG"], "authors": ["Jürgen Müller", "李明"]},
-    {"id": "m-4", "title": "Lattices four", "year": 2021, "categories": ["cs.CL"], "authors": ["Jürgen Müller", "Zed Zimmer"]},
-    {"id": "x-1", "title": "Escaping names", "year": 2018, "categories": ["cs.CR"], "authors": [MARKUP, "Ada Lovelace"]},
-    {"id": "h-1", "title": "A crowded paper", "year": 2022, "categories": ["cs.DL"],
-     "authors": ["Hub Author", *(f"Coauthor {number:02d}" for number in range(1, 13))]},
-]  # fmt: skip
+    {"id": f"r-{n}", "title": title, "year": year, "categories": [subject], "authors": authors}
+    for n, (title, year, subject, authors) in enumerate(PAPERS)
+]
 
 
 @pytest.fixture(scope="module")
