@@ -91,6 +91,12 @@ class PaperNotFound(SearchsvcError):
     code = "not_found"
 
 
+class AuthorNotFound(SearchsvcError):
+    """No author by the requested name; `details["suggestions"]` lists the closest names."""
+
+    code = "not_found"
+
+
 class QueryRejected(QuerySyntaxError):
     """A query the search cluster refuses to run (OpenSearch backend); the cluster's reason is given."""
 

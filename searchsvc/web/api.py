@@ -11,7 +11,10 @@ from werkzeug.exceptions import NotFound
 from searchsvc.web.service import service
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.web.openapi import Operation, documented
+from searchsvc.web.authors import author_profile
 from searchsvc.web.schemas import (
+    AuthorRequestSchema,
+    AuthorSchema,
     ExportRequestSchema,
     FacetLookupRequestSchema,
     FacetLookupSchema,
@@ -62,6 +65,21 @@ def paper(paper_id: str) -> Response:
 def related(paper_id: str) -> Response:
     results = service().backend.related(paper_id, service().settings.related_papers)
     return jsonify(RelatedPapersSchema().dump({"id": paper_id, "results": results}))
+
+
+@blueprint.get("/authors/<path:name>")
+@documented(
+    Operation(
+        "An author's papers (case and accents ignored in the name), their years, subjects and co-authors",
+        params=_settings_schema(AuthorRequestSchema),
+        response=AuthorSchema,
+        errors=(400, 404, 503),
+        path_params={"name": {"type": "string", "description": "The author's name; may contain slashes."}},
+    )
+)
+def author(name: str) -> Response:
+    wanted = load_params(AuthorRequestSchema(service().settings), request.args)
+    return jsonify(AuthorSchema().dump(author_profile(service().backend, name, wanted)))
 
 
 @blueprint.get("/facets/<name>")

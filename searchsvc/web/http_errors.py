@@ -2,7 +2,7 @@
 
 The API and the health routes answer `{"error": {"code": ..., "message": ..., "details": {...}}}`;
 the pages people read (everything outside /api) answer an HTML page with the same message.
-400 for bad parameters and queries, 404 for unknown papers and routes, 503 when no index
+400 for bad parameters and queries, 404 for unknown papers, authors and routes, 503 when no index
 can be served. Anything unexpected is logged and answered with a 500, never a traceback.
 """
 
@@ -14,6 +14,7 @@ from flask import Flask, Response, current_app, jsonify, render_template, reques
 from werkzeug.exceptions import HTTPException
 
 from searchsvc.core.errors import (
+    AuthorNotFound,
     IndexUnavailable,
     InvalidRequest,
     PaperNotFound,
@@ -26,6 +27,7 @@ _STATUS: dict[type[SearchsvcError], int] = {
     InvalidRequest: 400,
     QuerySyntaxError: 400,
     PaperNotFound: 404,
+    AuthorNotFound: 404,
     IndexUnavailable: 503,
     SearchTimedOut: 503,
 }

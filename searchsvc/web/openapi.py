@@ -24,7 +24,7 @@ blueprint = Blueprint("openapi", __name__)
 _CONVERTER = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 _ERROR_REASONS = {
     400: "Invalid parameters or query syntax; details name each bad field",
-    404: "Unknown paper, facet or route",
+    404: "Unknown paper, author, facet or route; for an author, details.suggestions lists the closest names",
     503: "No index is published or it cannot be read, or the search ran past its time limit",
 }
 

@@ -27,12 +27,17 @@ class Chip:
 
 @dataclass(frozen=True)
 class SearchLinks:
-    """URLs of the search page (`base`) and the export for `request` with one thing changed."""
+    """URLs of the search page (`base`) and the export for `request` with one thing changed.
+
+    On an author's page `base` is that page and `request` leaves the author out (the path holds it);
+    `export_pairs` puts it back into the export links.
+    """
 
     request: SearchRequest
     base: str
     export_base: str
     default_per_page: int
+    export_pairs: tuple[tuple[str, str], ...] = ()
 
     # The URL of any search -----------------------------------------------------------
 
@@ -95,7 +100,8 @@ class SearchLinks:
         return self.to(self._first_page(subject=(), author=(), year_from=None, year_to=None))
 
     def export(self, format_name: str) -> str:
-        return f"{self.export_base}?{urlencode([('format', format_name), *self.pairs(self.request, paged=False)])}"
+        pairs = [("format", format_name), *self.export_pairs, *self.pairs(self.request, paged=False)]
+        return f"{self.export_base}?{urlencode(pairs)}"
 
     # What the page shows ---------------------------------------------------------------
 

@@ -133,6 +133,16 @@ class FacetLookupRequestSchema(SearchRequestSchema):
         return FacetLookupRequest(self._search_request(data), prefix=data["prefix"].strip(), limit=data["limit"])
 
 
+class AuthorRequestSchema(SearchRequestSchema):
+    """An author's papers: a search's filters, sort and page; the author is in the path, and there is no query."""
+
+    class Meta:
+        exclude = ("q", "author")
+
+    def _build(self, data: dict[str, Any]) -> SearchRequest:
+        return self._search_request({**data, "q": "", "author": []})
+
+
 class ExportRequestSchema(SearchRequestSchema):
     """An export: a format and the search whose results (up to `max_export`) it downloads."""
 
@@ -249,6 +259,35 @@ class FacetLookupSchema(Schema):
     prefix = fields.String(required=True)
     values = fields.List(fields.Nested(FacetValueSchema), required=True)
     truncated = fields.Boolean(required=True, metadata={"description": "More values matched than were listed."})
+
+
+class CoauthorSchema(Schema):
+    name = fields.String(required=True)
+    count = fields.Integer(required=True, metadata={"description": "Papers written together, among the listed ones."})
+
+
+class AuthorSchema(Schema):
+    """`GET /api/authors/<name>`: an author's papers, paged and sorted as a search's, and their co-authors."""
+
+    name = fields.String(required=True, metadata={"description": "The name as the index stores it."})
+    query = fields.Nested(QuerySchema, attribute="request", required=True)
+    total = fields.Integer(attribute="result.total", required=True, metadata={"description": "The author's papers."})
+    page = fields.Integer(attribute="result.page", required=True)
+    per_page = fields.Integer(attribute="result.per_page", required=True)
+    pages = fields.Integer(attribute="result.pages", required=True)
+    took_ms = fields.Float(attribute="result.took_ms", required=True)
+    results = fields.List(fields.Nested(HitSchema), attribute="result.hits", required=True)
+    years = fields.List(fields.Nested(FacetValueSchema), required=True, metadata={"description": "Papers per year."})
+    subjects = fields.List(fields.Nested(FacetValueSchema), required=True)
+    coauthors = fields.List(
+        fields.Nested(CoauthorSchema),
+        required=True,
+        metadata={"description": "Everyone who wrote any of these papers with the author: most first, then by name."},
+    )
+    coauthors_complete = fields.Boolean(
+        required=True,
+        metadata={"description": "False if the author has more papers than max_export: only the newest were counted."},
+    )
 
 
 class StatusSchema(Schema):

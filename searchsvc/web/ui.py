@@ -12,10 +12,11 @@ from flask import Blueprint, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 
 from searchsvc.web.service import service
-from searchsvc.core.errors import InvalidRequest, QuerySyntaxError, SearchTimedOut
+from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchTimedOut
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
-from searchsvc.web.schemas import TOO_LONG, SearchRequestSchema, load_params
+from searchsvc.web.authors import author_profile
+from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, load_params
 from searchsvc.core.model import SORTS, SearchRequest
 from searchsvc.web.year_histogram import year_histogram
 
@@ -35,8 +36,7 @@ def _settings() -> dict[str, Any]:
 @blueprint.get("/")
 def search() -> tuple[str, int]:
     settings = service().settings
-    # A submitted form sends its empty boxes too; an empty box means "not set".
-    params = MultiDict([(name, value) for name, value in request.args.items(multi=True) if value.strip()])
+    params = _given_params()
     find_author = params.pop(FIND_AUTHOR, "").strip()
     try:
         if len(find_author) > settings.max_facet_prefix_length:
@@ -82,12 +82,54 @@ def paper(paper_id: str) -> str:
     )
 
 
-def _links(search_request: SearchRequest) -> SearchLinks:
+@blueprint.get("/authors/<path:name>")
+def author(name: str) -> tuple[str, int]:
+    """An author's papers as a search filtered to them, with their years, subjects and co-authors.
+
+    Bad parameters are the generic 400 page (the page has no form to fill in again); an unknown
+    name is a 404 page offering the closest names.
+    """
+    settings = service().settings
+    wanted: SearchRequest = load_params(AuthorRequestSchema(settings), _given_params())
+    try:
+        profile = author_profile(service().backend, name, wanted)
+    except AuthorNotFound as error:
+        page = render_template(
+            "error.html", title="Author not found", message=error.message, authors=error.details["suggestions"]
+        )
+        return page, 404
+    links = _links(wanted, base=url_for("ui.author", name=profile.name), export_pairs=(("author", profile.name),))
+    last = last_page(profile.result, settings.max_result_window)
+    return render_template(
+        "author.html",
+        profile=profile,
+        search_request=wanted,
+        result=profile.result,
+        links=links,
+        pages=page_numbers(wanted.page, last),
+        last_page=last,
+        years=year_histogram(profile.years),
+        search_link=_links(SearchRequest(per_page=settings.default_per_page)).toggle("author", profile.name),
+        sorts=SORT_LABELS,
+        export_formats=[(format_name, chosen.label) for format_name, chosen in EXPORT_FORMATS.items()],
+    ), 200
+
+
+def _given_params() -> MultiDict[str, str]:
+    """The query string without empty values: a submitted form sends its empty boxes too, meaning "not set"."""
+    return MultiDict([(name, value) for name, value in request.args.items(multi=True) if value.strip()])
+
+
+def _links(
+    search_request: SearchRequest, base: str | None = None, export_pairs: tuple[tuple[str, str], ...] = ()
+) -> SearchLinks:
+    """Links of the search page, or of another page listing results (`base`) such as an author's."""
     return SearchLinks(
         search_request,
-        base=url_for("ui.search"),
+        base=base or url_for("ui.search"),
         export_base=url_for("api.export"),
         default_per_page=service().settings.default_per_page,
+        export_pairs=export_pairs,
     )
 
 

@@ -246,6 +246,24 @@ def test_facet_prefix_lookup_counts_under_query_and_other_filters(client: FlaskC
     assert [v["value"] for v in years] == sorted({2020, 2021, 2022, 2023, 2024, 2025, 2026}, reverse=True)
 
 
+def test_author_papers_and_co_authors(client: FlaskClient) -> None:
+    author = client.get("/api/authors/Maxim Naumov?per_page=100").json
+    assert (author["name"], author["total"], len(author["results"])) == ("Maxim Naumov", 18, 18)
+    assert author["coauthors"] == [{"name": "Dheevatsa Mudigere", "count": 8}]
+    search = client.get("/api/search?author=Maxim+Naumov&per_page=100").json
+    assert [hit["id"] for hit in author["results"]] == [hit["id"] for hit in search["results"]]
+    assert (author["years"], author["subjects"]) == (search["facets"]["year"], search["facets"]["subject"])
+    assert client.get("/api/authors/maxim naumov?per_page=1").json["name"] == "Maxim Naumov"
+    assert error_of(client, "/api/authors/Maxim Naumof", 404)["details"] == {"suggestions": ["Maxim Naumov"]}
+
+
+def test_author_names_with_slashes_and_accents(build: Build) -> None:
+    authors = ["AC/DC Collective", "Jürgen Müller"]
+    client = build([{"id": "1", "title": "Title", "authors": authors}]).test_client()
+    assert client.get("/api/authors/ac/dc collective").json["coauthors"] == [{"name": "Jürgen Müller", "count": 1}]
+    assert client.get("/api/authors/JURGEN MULLER").json["name"] == "Jürgen Müller"
+
+
 def test_export_formats(client: FlaskClient) -> None:
     jsonl_export = client.get("/api/export?format=jsonl&q=embedding")
     assert jsonl_export.status_code == 200

@@ -262,15 +262,21 @@ def test_year_histogram_filters_by_year_and_range(base: str, page: Page) -> None
     assert {int(year) for year in texts(page, ".hit .year")} <= {2019, 2020}
 
 
-def test_author_link_filters_by_that_author(base: str, page: Page) -> None:
+def test_author_link_opens_the_authors_page_which_filters_by_them(base: str, page: Page) -> None:
     page.goto(f"{base}/?q=checkpointing")
     author = page.locator(".hit .author").first
     name = author.inner_text()
     follow(author)
-    expect(page.locator(".chip", has_text=name)).to_be_visible()
-    assert params(page)["author"] == [name]
+    expect(page.locator(".author-name")).to_have_text(name)
     for authors in texts(page, ".hit .authors"):
         assert name in authors
+    coauthor = page.locator(".facet-coauthors .coauthor").first
+    other = coauthor.locator(".label").inner_text()
+    follow(coauthor)
+    expect(page.locator(".author-name")).to_have_text(other)
+    follow(page.get_by_role("link", name="Search within these papers"))  # filtering by an author stays a search
+    expect(page.locator(".chip", has_text=other)).to_be_visible()
+    assert params(page)["author"] == [other]
 
 
 def expect_failed_load(watched: WatchedPage, status: int) -> None:
@@ -382,9 +388,11 @@ def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, ba
         page.locator(".hit summary").first.click()
         expect(page.locator(".hit .abstract p").first).to_contain_text("<script>alert(2)</script>")
 
-        follow(page.locator(".hit .author").first)  # the markup travels through a URL and a chip
+        follow(page.locator(".hit .author").first)  # the markup travels through a URL to the author's page
+        expect(page.locator(".author-name")).to_have_text(INJECTED_AUTHOR)
+        follow(page.get_by_role("link", name="Search within these papers"))  # ... and through a chip
         expect(page.locator(".chip", has_text=INJECTED_AUTHOR)).to_be_visible()
-        assert total(page) == 1
+        assert total(page) == 1  # the injected paper: its title is the first hit again
 
         follow(title)
         expect(page.get_by_role("heading", level=1)).to_have_text(INJECTED_TITLE)
@@ -396,7 +404,7 @@ def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, ba
 @pytest.mark.reliability
 def test_security_headers_on_pages(base: str, watched: WatchedPage) -> None:
     page = watched.page
-    for path in ("/", "/papers/injected-markup", "/no-such-page"):
+    for path in ("/", "/papers/injected-markup", "/authors/Maxim%20Naumov", "/no-such-page"):
         response = page.goto(f"{base}{path}")
         assert response is not None
         headers = response.headers

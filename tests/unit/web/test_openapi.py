@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ from flask.testing import FlaskClient
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
-QUERY_ENDPOINTS = ["/api/search", "/api/facets/author", "/api/export"]
+QUERY_ENDPOINTS = ["/api/search", "/api/facets/author", "/api/export", "/api/authors/Maxim Naumov"]
+TEMPLATES = {"/api/facets/author": "/api/facets/{name}", "/api/authors/Maxim Naumov": "/api/authors/{name}"}
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +21,7 @@ def spec(seed_app: Flask) -> dict[str, Any]:
 
 
 def query_parameters(spec: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
-    template = path.replace("/author", "/{name}")
+    template = TEMPLATES.get(path, path)
     return {p["name"]: p for p in spec["paths"][template]["get"]["parameters"] if p["in"] == "query"}
 
 
@@ -43,7 +45,7 @@ def test_the_document_is_valid_openapi_3_1(spec: dict[str, Any]) -> None:
 
 def test_every_route_is_documented(seed_app: Flask, spec: dict[str, Any]) -> None:
     routes = {
-        rule.rule.replace("<path:paper_id>", "{paper_id}").replace("<name>", "{name}")
+        re.sub(r"<(?:path:)?(\w+)>", r"{\1}", rule.rule)
         for rule in seed_app.url_map.iter_rules()
         if rule.endpoint != "static" and not rule.endpoint.startswith("ui.") and rule.rule != "/api/openapi.json"
     }
@@ -90,6 +92,9 @@ def test_declared_limits_are_the_enforced_ones(client: FlaskClient, spec: dict[s
         ("/api/facets/author?prefix=m", "/api/facets/{name}", 200),
         ("/api/facets/nope", "/api/facets/{name}", 404),
         ("/api/papers/nope", "/api/papers/{paper_id}", 404),
+        ("/api/authors/Maxim%20Naumov?sort=oldest", "/api/authors/{name}", 200),
+        ("/api/authors/Maxim%20Naumof", "/api/authors/{name}", 404),
+        ("/api/authors/Maxim%20Naumov?page=0", "/api/authors/{name}", 400),
         ("/healthz", "/healthz", 200),
         ("/readyz", "/readyz", 200),
     ],
