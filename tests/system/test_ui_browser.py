@@ -481,6 +481,8 @@ PAGE_STATES = {
     "a later page": "/?q=embedding&per_page=5&page=2",
     "a paper": "/papers/injected-markup",
     "not found": "/papers/no-such-paper",
+    "an author": "/authors/Maxim%20Naumov?sort=newest",
+    "an unknown author, with the closest names": "/authors/Maxim%20Naumof",
 }
 
 
