@@ -11,7 +11,7 @@ from searchsvc.backends import open_backend
 from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.settings import load_settings
-from searchsvc.web import api, health, http_errors, metrics, openapi, ui
+from searchsvc.web import api, feeds, health, http_errors, metrics, openapi, ui
 from searchsvc.web.raw_query import refuse_invalid_utf8
 from searchsvc.web.service import Service
 
@@ -48,6 +48,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.blueprint)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(ui.blueprint)
+    app.register_blueprint(feeds.blueprint)
     openapi.init_app(app)
     http_errors.init_app(app)
     metrics.init_app(app)  # first: its clock starts before any check that may refuse the request

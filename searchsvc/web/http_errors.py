@@ -45,7 +45,7 @@ _PAGE_TITLES = {
     405: "Method not allowed",
     503: "Search is not available right now",
 }
-_JSON_BLUEPRINTS = ("api", "health", "openapi")
+_JSON_BLUEPRINTS = ("api", "health", "openapi", "feeds")  # a feed reader is a program, not a person
 
 
 def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> Response:

@@ -16,6 +16,16 @@ _LIST_FACETS = ("subject", "author")
 _PAGES_AROUND = 2  # page links shown either side of the current page
 
 
+def search_pairs(request: SearchRequest) -> list[tuple[str, str]]:
+    """What a search asks for (its query and filters) as query parameters, without sort or paging."""
+    pairs: list[tuple[str, str]] = []
+    if request.q:
+        pairs.append(("q", request.q))
+    pairs += [(name, value) for name in _LIST_FACETS for value in getattr(request, name)]
+    pairs += [(name, str(getattr(request, name))) for name in ("year_from", "year_to") if getattr(request, name)]
+    return pairs
+
+
 @dataclass(frozen=True)
 class Chip:
     """A selected filter shown above the results, with the link that removes it."""
@@ -36,6 +46,7 @@ class SearchLinks:
     request: SearchRequest
     base: str
     export_base: str
+    feed_base: str
     default_per_page: int
     export_pairs: tuple[tuple[str, str], ...] = ()
 
@@ -47,11 +58,7 @@ class SearchLinks:
 
     def pairs(self, request: SearchRequest, paged: bool = True) -> list[tuple[str, str]]:
         """The request as query parameters, leaving out every default so URLs stay short."""
-        pairs: list[tuple[str, str]] = []
-        if request.q:
-            pairs.append(("q", request.q))
-        pairs += [(name, value) for name in _LIST_FACETS for value in getattr(request, name)]
-        pairs += [(name, str(getattr(request, name))) for name in ("year_from", "year_to") if getattr(request, name)]
+        pairs = search_pairs(request)
         if request.sort != "relevance":
             pairs.append(("sort", request.sort))
         if paged and request.per_page != self.default_per_page:
@@ -102,6 +109,11 @@ class SearchLinks:
     def export(self, format_name: str) -> str:
         pairs = [("format", format_name), *self.export_pairs, *self.pairs(self.request, paged=False)]
         return f"{self.export_base}?{urlencode(pairs)}"
+
+    def feed(self) -> str:
+        """The Atom feed of this search's newest papers (whatever the page's sort)."""
+        pairs = [*self.export_pairs, *search_pairs(self.request)]
+        return f"{self.feed_base}?{urlencode(pairs)}" if pairs else self.feed_base
 
     # What the page shows ---------------------------------------------------------------
 

@@ -133,6 +133,17 @@ class FacetLookupRequestSchema(SearchRequestSchema):
         return FacetLookupRequest(self._search_request(data), prefix=data["prefix"].strip(), limit=data["limit"])
 
 
+FEED_ENTRIES = 50  # papers in a feed: the newest ones matching its search
+
+
+class FeedRequestSchema(SearchRequestSchema):
+    """A feed: a search's query and filters. Its papers are always the newest `FEED_ENTRIES`, so a
+    search page's sort and paging are accepted (its URL works with the path changed) and ignored."""
+
+    def _build(self, data: dict[str, Any]) -> SearchRequest:
+        return self._search_request({**data, "sort": "newest", "page": 1, "per_page": FEED_ENTRIES})
+
+
 class AuthorRequestSchema(SearchRequestSchema):
     """An author's papers: a search's filters, sort and page; the author is in the path, and there is no query."""
 

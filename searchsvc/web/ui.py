@@ -128,6 +128,7 @@ def _links(
         search_request,
         base=base or url_for("ui.search"),
         export_base=url_for("api.export"),
+        feed_base=url_for("feeds.feed"),
         default_per_page=service().settings.default_per_page,
         export_pairs=export_pairs,
     )

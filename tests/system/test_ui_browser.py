@@ -24,7 +24,7 @@ from tests.helpers.accessibility import assert_accessible, audit_once
 from tests.helpers.browser import DESKTOP, PHONE, TIMEOUT_MS, launch, screenshot, watch, WatchedPage
 from tests.helpers.paths import SEEDS
 from tests.helpers.records import jsonl
-from tests.helpers.servers import get, procfile_web, rebuild_index
+from tests.helpers.servers import get, get_text, procfile_web, rebuild_index
 
 INJECTED_TITLE = "Robust parsing of <img src=x onerror=alert(1)> in scholarly titles"
 INJECTED_AUTHOR = "Eve <svg onload=alert(4)> Mallory"
@@ -369,6 +369,17 @@ def test_export_links_download_the_current_results(base: str, page: Page) -> Non
         page.get_by_role("link", name="BibTeX").click()
     assert download.value.suggested_filename == "searchsvc-export.bib"
     assert Path(download.value.path()).read_text(encoding="utf-8").count("\n@") + 1 == shown
+
+
+def test_follow_this_search_links_its_feed(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=embedding&subject=cs.IR&sort=oldest&page=1")
+    visible = page.get_by_role("link", name="Follow this search").get_attribute("href")
+    announced = page.locator('head link[rel="alternate"][type="application/atom+xml"]').get_attribute("href")
+    assert visible == announced and visible is not None
+    assert urlsplit(visible).path == "/feed.atom"
+    assert parse_qs(urlsplit(visible).query) == {"q": ["embedding"], "subject": ["cs.IR"]}  # newest first, always
+    status, body = get_text(f"{base}{visible}")
+    assert status == 200 and body.startswith("<?xml") and "<feed" in body
 
 
 # Safety -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from searchsvc.core.model import SearchRequest, SearchResult
 
 
 def links(**wanted: object) -> SearchLinks:
-    return SearchLinks(SearchRequest(**wanted), base="/", export_base="/api/export", default_per_page=10)  # type: ignore[arg-type]
+    return SearchLinks(SearchRequest(**wanted), base="/", export_base="/api/export", feed_base="/feed.atom", default_per_page=10)  # type: ignore[arg-type]
 
 
 def query(url: str) -> dict[str, list[str]]:

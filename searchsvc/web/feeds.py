@@ -1,0 +1,73 @@
+"""`GET /feed.atom`: any search's newest papers as an Atom feed, for feed readers to follow.
+
+A reader polls the same URL for months, so the answer carries the generation's ETag and
+Last-Modified: while no rebuild has published a new generation, a poll with `If-None-Match`
+or `If-Modified-Since` is a 304 decided before any search runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, request, url_for
+
+from searchsvc.core.model import SearchRequest
+from searchsvc.web.atom import MEDIA_TYPE, FeedHead, atom_feed
+from searchsvc.web.openapi import Operation, documented
+from searchsvc.web.page_links import search_pairs
+from searchsvc.web.schemas import FEED_ENTRIES, FeedRequestSchema, load_params
+from searchsvc.web.service import service
+
+blueprint = Blueprint("feeds", __name__)
+
+
+@blueprint.get("/feed.atom")
+@documented(
+    Operation(
+        f"The newest {FEED_ENTRIES} papers of a search as an Atom 1.0 feed; 304 while the index is unchanged",
+        params=lambda: FeedRequestSchema(service().settings),
+        download_types=(MEDIA_TYPE,),
+        errors=(400, 503),
+    )
+)
+def feed() -> Response:
+    wanted: SearchRequest = load_params(FeedRequestSchema(service().settings), request.args)
+    pairs = search_pairs(wanted)
+    status = service().backend.status()
+    built = datetime.fromisoformat(status["built_at"])
+    answer = Response(mimetype=MEDIA_TYPE)
+    answer.set_etag(_etag(status["generation"], pairs))
+    answer.last_modified = built
+    answer.cache_control.no_cache = True  # keep it, and ask each time: the answer is then a 304
+    if answer.make_conditional(request).status_code == 304:
+        return answer
+    head = FeedHead(
+        title=_title(wanted),
+        search_pairs=pairs,
+        self_link=_with_query(url_for("feeds.feed"), pairs),
+        page_link=_with_query(url_for("ui.search"), [*pairs, ("sort", "newest")]),
+        updated=built.isoformat(),
+    )
+    papers = service().backend.export(wanted, FEED_ENTRIES)
+    answer.set_data(atom_feed(head, papers, lambda paper_id: url_for("ui.paper", paper_id=paper_id)))
+    return answer
+
+
+def _etag(generation: str, pairs: list[tuple[str, str]]) -> str:
+    """One tag per search and generation: a rebuild changes every feed's tag, nothing else does."""
+    return hashlib.sha256(f"{generation}?{urlencode(pairs)}".encode()).hexdigest()[:32]
+
+
+def _with_query(path: str, pairs: list[tuple[str, str]]) -> str:
+    return f"{path}?{urlencode(pairs)}" if pairs else path
+
+
+def _title(wanted: SearchRequest) -> str:
+    parts = [f"“{wanted.q}”"] if wanted.q else []
+    parts += [f"subject {subject}" for subject in wanted.subject]
+    parts += [f"by {author}" for author in wanted.author]
+    if wanted.year_from is not None or wanted.year_to is not None:
+        parts.append(f"years {wanted.year_from or '…'}–{wanted.year_to or '…'}")
+    return "searchsvc: newest papers" + (" for " + ", ".join(parts) if parts else "")

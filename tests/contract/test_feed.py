@@ -1,0 +1,115 @@
+"""`GET /feed.atom`: any search's newest papers as Atom 1.0, read by feedparser as a feed reader
+would, on both engines; conditional requests answered 304 until a rebuild."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from urllib.parse import parse_qs, urlsplit
+
+import feedparser
+import pytest
+from flask.testing import FlaskClient
+
+from searchsvc.web.schemas import FEED_ENTRIES
+from tests.helpers.apps import error_of
+from tests.helpers.backends import Build
+
+ORIGIN = "http://searchsvc.example"  # where the reader fetched the feed from: relative links resolve against it
+MARKUP_TITLE = "Tables & <script>alert(1)</script> in \x0bscholarly titles"
+
+
+def read(client: FlaskClient, query: str) -> feedparser.FeedParserDict:
+    response = client.get(f"/feed.atom?{query}")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.mimetype == "application/atom+xml"
+    headers = {"content-type": response.headers["Content-Type"], "content-location": f"{ORIGIN}/feed.atom?{query}"}
+    parsed = feedparser.parse(response.data, response_headers=headers)
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    assert parsed.version == "atom10"
+    return parsed
+
+
+def test_the_feed_of_a_search_lists_its_papers_newest_first(client: FlaskClient) -> None:
+    feed = read(client, "q=recommendation")
+    searched = client.get("/api/search?q=recommendation&sort=newest&per_page=50").get_json()
+    assert len(feed.entries) == searched["total"] == 18
+    assert [entry.link for entry in feed.entries] == [f"{ORIGIN}/papers/{hit['id']}" for hit in searched["results"]]
+    years = [hit["year"] for hit in searched["results"]]
+    assert years == sorted(years, reverse=True)
+    first, paper = feed.entries[0], searched["results"][0]
+    assert first.title == paper["title"] and first.summary == paper["abstract"]
+    assert [author.name for author in first.authors] == paper["authors"]
+    assert [tag.term for tag in first.tags] == paper["subjects"]
+
+
+def test_ids_are_absolute_and_stable_and_dates_are_the_generations(client: FlaskClient) -> None:
+    feed = read(client, "q=recommendation&subject=cs.LG")
+    again = read(client, "subject=cs.LG&q=recommendation&sort=relevance&page=1")  # a search page's URL, reordered
+    assert feed.feed.id == again.feed.id and feed.feed.id.startswith("urn:searchsvc:feed:")
+    assert [entry.id for entry in feed.entries] == [entry.id for entry in again.entries]
+    assert all(re.fullmatch(r"urn:searchsvc:paper:[\w.%:-]+", entry.id) for entry in feed.entries)
+    assert len({entry.id for entry in feed.entries}) == len(feed.entries)
+    assert read(client, "q=recommendation").feed.id != feed.feed.id
+    built = client.get("/readyz").get_json()["built_at"]
+    assert datetime.fromisoformat(feed.feed.updated) == datetime.fromisoformat(built)
+    assert all(entry.updated == feed.feed.updated for entry in feed.entries)
+    links = {link.rel: link.href for link in feed.feed.links}
+    assert parse_qs(urlsplit(links["self"]).query) == {"q": ["recommendation"], "subject": ["cs.LG"]}
+    assert parse_qs(urlsplit(links["alternate"]).query) == {"q": ["recommendation"], "subject": ["cs.LG"], "sort": ["newest"]}
+
+
+def test_a_feed_holds_the_newest_fifty(build: Build) -> None:
+    records = [
+        {"id": f"p{year}", "title": f"Lattice paper of {year}", "abstract": "", "year": year, "authors": ["A. Author"]}
+        for year in range(1950, 2020)
+    ]
+    feed = read(build(records).test_client(), "q=lattice")
+    assert FEED_ENTRIES == 50
+    assert [entry.id for entry in feed.entries] == [f"urn:searchsvc:paper:p{year}" for year in range(2019, 1969, -1)]
+    assert all("summary" not in entry for entry in feed.entries)  # no abstract, no empty summary
+
+
+def test_polling_an_unchanged_feed_costs_a_304(client: FlaskClient) -> None:
+    first = client.get("/feed.atom?q=recommendation")
+    assert first.headers["Cache-Control"] == "no-cache" and first.headers["Last-Modified"]
+    by_tag = client.get("/feed.atom?q=recommendation", headers={"If-None-Match": first.headers["ETag"]})
+    assert by_tag.status_code == 304 and by_tag.data == b""
+    by_date = client.get("/feed.atom?q=recommendation", headers={"If-Modified-Since": first.headers["Last-Modified"]})
+    assert by_date.status_code == 304
+    other_search = client.get("/feed.atom?q=embedding", headers={"If-None-Match": first.headers["ETag"]})
+    assert other_search.status_code == 200
+
+
+def test_record_text_is_escaped_and_characters_xml_cannot_hold_are_dropped(build: Build) -> None:
+    client = build(
+        [
+            {
+                "id": "markup",
+                "title": MARKUP_TITLE,
+                "abstract": "Abstracts & <b onmouseover=alert(2)>tags</b>\x00 too.",
+                "year": 2024,
+                "categories": ["cs.CR"],
+                "authors": ["Eve <svg onload=alert(3)> Mallory"],
+            }
+        ]
+    ).test_client()
+    raw = client.get("/feed.atom?q=scholarly").data
+    assert b"<script>" not in raw and b"<b " not in raw and b"<svg" not in raw
+    assert b"&lt;script&gt;" in raw and b"Tables &amp; " in raw
+    entry = read(client, "q=scholarly").entries[0]
+    assert entry.title == MARKUP_TITLE.replace("\x0b", "")  # the text, exactly, minus what XML cannot carry
+    assert entry.summary == "Abstracts & <b onmouseover=alert(2)>tags</b> too."
+    assert entry.authors[0].name == "Eve <svg onload=alert(3)> Mallory"
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [("year_from=soon", "year_from"), ("format=csv", "format"), ("q=" + "a" * 501, "q"), ("q=embedding+AND", None)],
+)
+def test_bad_parameters_are_a_json_400(client: FlaskClient, query: str, field: str | None) -> None:
+    error = error_of(client, f"/feed.atom?{query}", 400)
+    if field is not None:
+        assert field in error["details"]
+    else:
+        assert "column" in error["message"]
