@@ -49,6 +49,7 @@ SEED_PAPERS = 28
 WORD = "quokkatronic"  # made up: in no seed paper
 NEW_PAPERS = 20
 LOAD_REQUESTS = 2000
+CLIENTS = 4  # each with one request in flight at a time
 REPORTS = REPO / "tests" / "reports"  # git-ignored
 
 
@@ -140,7 +141,7 @@ def test_load_with_two_rebuilds_and_a_worker_killed_loses_nothing(tmp_path: Path
     pidfile = tmp_path / "gunicorn.pid"
 
     with procfile_web(tmp_path, index_dir, GUNICORN_CMD_ARGS=f"--pid {pidfile}") as base:
-        with LoadRun(base, clients=4) as load:
+        with LoadRun(base, clients=CLIENTS) as load:
             load.wait_for(200)
             rebuild_index(index_dir, SEEDS, more)
             wait_until(lambda: word_total(base) == NEW_PAPERS, "the first rebuild to be served")
@@ -176,7 +177,9 @@ def test_load_with_two_rebuilds_and_a_worker_killed_loses_nothing(tmp_path: Path
 
     assert report["requests"] >= LOAD_REQUESTS
     assert report["failed_otherwise"] == 0, failures
-    assert report["failed_in_flight_on_killed_worker"] <= 1  # a sync worker has one request at a time
+    # A gevent worker holds every connection it has accepted (a search computing, others waiting
+    # their turn), so a SIGKILL loses those, and no more: at most one per client.
+    assert report["failed_in_flight_on_killed_worker"] <= CLIENTS
     assert report["ok_after_kill"] >= 1000
     log = server_output(tmp_path / "server.log")
     assert log.count("Booting worker") == 3, "the master replaced exactly the killed worker"
