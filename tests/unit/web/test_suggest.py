@@ -14,7 +14,7 @@ def test_the_last_word_is_completed_to_words_then_authors(client: FlaskClient) -
     assert document["q"] == "memory compo"
     assert 1 <= len(document["suggestions"]) <= 8
     (chosen,) = [s for s in document["suggestions"] if s["value"] == "compositional"]
-    assert chosen == {"text": "memory compositional", "kind": "word", "value": "compositional", "papers": 2}
+    assert chosen == {"text": "memory compositional", "kind": "word", "value": "compositional", "papers": 1}
     counts = [s["papers"] for s in document["suggestions"] if s["kind"] == "word"]
     assert counts == sorted(counts, reverse=True)
 
