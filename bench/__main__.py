@@ -1,10 +1,10 @@
-"""`python -m bench build|query|scale|embedding [options]`: see bench/README.md."""
+"""`python -m bench build|query|scale|embedding|related|versus|suggest [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import build, embedding, query, related, scale, versus
+from bench import build, embedding, query, related, scale, suggest, versus
 
 COMMANDS = {
     "build": build.main,
@@ -13,6 +13,7 @@ COMMANDS = {
     "embedding": embedding.main,
     "related": related.main,
     "versus": versus.main,
+    "suggest": suggest.main,
 }
 
 if __name__ == "__main__":
