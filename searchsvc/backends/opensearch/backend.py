@@ -37,7 +37,8 @@ from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import meaning
 from searchsvc.core.ranking import rank_page, related_order
-from searchsvc.core.text import fold
+from searchsvc.core.suggestions import Suggestion, combine, typed
+from searchsvc.core.text import fold, has_word_starting
 from searchsvc.ingest.merging import Collection
 from searchsvc.semantic.encoder import shared_encoder
 from searchsvc.semantic.store import store_file
@@ -204,6 +205,22 @@ class OpenSearchBackend:
         }
         shown = lookup_values(name, prefix, self._search(body)["aggregations"], request)
         return FacetLookup(name=name, prefix=prefix, values=shown[:limit], truncated=len(shown) > limit)
+
+    def suggest(self, q: str, limit: int) -> list[Suggestion]:
+        """Author completions, counted by a terms aggregation; no word completions yet: the mapping has
+        no field whose words can be listed by prefix (docs/decisions.md, 2026-12-01, suggestions)."""
+        start = typed(q)
+        if start is None:
+            return []
+        body = {**search_bodies.author_completions(start.prefix, limit), **self._timeout()}
+        buckets = self._search(body)["aggregations"]["authors"]["buckets"]
+        found = [(bucket["shown"]["buckets"][0]["key"], bucket["doc_count"]) for bucket in buckets]
+        authors = sorted(
+            ((name, papers) for name, papers in found if has_word_starting(name, start.prefix)),
+            key=lambda author: (-author[1], author[0]),  # ties as the Whoosh backend orders them
+        )
+        self._deadline().check()
+        return combine(start, [], authors[:limit], limit)
 
     def paper(self, paper_id: str) -> Paper:
         return Paper.from_stored(self._stored(paper_id, SOURCE))

@@ -148,6 +148,26 @@ def lookup_aggs(plan: Plan, name: str, folded_prefix: str, limit: int, settings:
     return {"lookup": {"filter": others, "aggs": {"values": values}}}
 
 
+def author_completions(folded_prefix: str, limit: int) -> Dsl:
+    """Authors with a word starting with `folded_prefix` and their papers, over every paper: the
+    `prefix` query narrows to papers with such a name word, the aggregation counts their names."""
+    return {
+        "query": {"prefix": {"authors": folded_prefix}},
+        "size": 0,
+        "aggs": {
+            "authors": {
+                "terms": {
+                    "field": FOLDED_FIELDS["author"],
+                    "include": rf"(.*[^a-z0-9])?{_regexp_literal(folded_prefix)}.*",
+                    "size": limit + FACET_HEADROOM,
+                    "order": [{"_count": "desc"}, {"_key": "asc"}],
+                },
+                "aggs": {"shown": {"terms": {"field": FACET_FIELDS["author"], "size": 1}}},
+            }
+        },
+    }
+
+
 def more_like(index: str, paper_id: str, any_word: bool) -> Dsl:
     """Papers sharing the paper's most distinctive words (the paper itself excluded): by
     default 30% of them; with `any_word` one is enough (candidates to be ordered by meaning)."""
