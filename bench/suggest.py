@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     ]
     text = (
         f"{result['papers']:,} papers, {result['words']:,} words and {result['authors']:,} authors to complete; "
-        f"generation opened in {result['generation_open_s']} s, of which completions {result['completions_build_s']} s; "
+        f"generation opened in {result['generation_open_s']} s, "
+        f"of which completions {result['completions_build_s']} s; "
         f"load average at the end {result['machine']['load_average_1_5_15']}\n\n"
         + table(["path", "requests", "mean ms", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows)
     )

@@ -17,7 +17,9 @@ def _scan(entries: list[tuple[str, int]], prefix: str, limit: int) -> list[tuple
 
 def test_top_completions_equal_a_full_scan_ranked_by_papers_then_alphabetically() -> None:
     rng = random.Random(7)
-    names = {" ".join("".join(rng.choice("abc") for _ in range(rng.randint(1, 4))) for _ in range(2)) for _ in range(3000)}
+    names = {
+        " ".join("".join(rng.choice("abc") for _ in range(rng.randint(1, 4))) for _ in range(2)) for _ in range(3000)
+    }
     entries = [(name, rng.randint(1, 20)) for name in sorted(names)]
     completions = Completions.of(entries, keys=word_tails)
     for prefix in ["a", "b", "ab", "abc", "cab", "c", "ba", "zz", "aaaa"]:

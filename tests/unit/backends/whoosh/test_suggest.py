@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.core.deadline import Deadline, request_budget
+from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchTimedOut
 from tests.conftest import MakeIndex
 
 RECORDS = [
-    {"id": "1", "title": "Graph networks", "abstract": "Networks of graphs.", "authors": ["Maxim Naumov"], "year": 2020},
-    {"id": "2", "title": "Network pruning", "abstract": "The pruning of a network.", "authors": ["Grace Nakamura"], "year": 2021},
-    {"id": "3", "title": "Neural nets", "abstract": "Nets.", "authors": ["Maxim Naumov", "Ada Lovelace"], "year": 2022},
+    {"id": "1", "title": "Graph networks", "abstract": "Networks of graphs.", "authors": ["Maxim Naumov"]},
+    {"id": "2", "title": "Network pruning", "abstract": "The pruning of a network.", "authors": ["Grace Nakamura"]},
+    {"id": "3", "title": "Neural nets", "abstract": "Nets.", "authors": ["Maxim Naumov", "Ada Lovelace"]},
 ]
 
 
@@ -38,7 +38,5 @@ def test_stop_words_and_finished_words_get_no_suggestions(make_index: MakeIndex)
 def test_suggestions_read_the_request_deadline(make_index: MakeIndex) -> None:
     backend = make_index(RECORDS)
     backend.suggest("ne", 8)  # the generation is open
-    with request_budget(1) as deadline, pytest.raises(SearchTimedOut):
-        deadline._ends = 0  # already past
+    with request_budget(0), pytest.raises(SearchTimedOut):  # a budget already spent
         backend.suggest("ne", 8)
-    assert isinstance(deadline, Deadline)
