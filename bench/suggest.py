@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     generation_completions(gen.vocabulary, gen.facets)
     built = time.perf_counter() - started
+    tracemalloc.start()
+    held = generation_completions(gen.vocabulary, gen.facets)
+    held_bytes = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del held
     queries = prefixes(backend, args.requests)
     limit = backend.settings.suggestion_limit
 
@@ -87,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         "authors": gen.completions.authors.size,
         "generation_open_s": round(opened, 2),
         "completions_build_s": round(built, 2),
+        "completions_mib": round(held_bytes / 2**20, 1),
         "requests": len(queries),
         "sample_queries": queries[:10],
         "in_process_ms": latency_summary(timed(in_process, queries)),
@@ -101,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     text = (
         f"{result['papers']:,} papers, {result['words']:,} words and {result['authors']:,} authors to complete; "
         f"generation opened in {result['generation_open_s']} s, "
-        f"of which completions {result['completions_build_s']} s; "
+        f"of which completions {result['completions_build_s']} s ({result['completions_mib']} MiB held); "
         f"load average at the end {result['machine']['load_average_1_5_15']}\n\n"
         + table(["path", "requests", "mean ms", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows)
     )
