@@ -4,7 +4,7 @@ Prefixes of 1–6 letters are cut from words drawn from the index's own vocabula
 to the papers holding them (what people type is mostly common words), half of them after an
 earlier word. Each is timed in-process through `WhooshBackend.suggest` under a request budget,
 and through the Flask test client (routing, validation, JSON). Also: how long the generation's
-completions take to build when a worker opens it. Build the index once and reuse it:
+completions take to build when a worker opens it, and the memory they hold. Build the index once and reuse it:
 
     SEARCHSVC_SEMANTIC_RANKING=false searchsvc rebuild CORPUS --index-dir DIR   # bench/corpus.py for 300k
     python -m bench suggest --index-dir DIR [--requests 2000] [--out bench/results/suggest.json]
