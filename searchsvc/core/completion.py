@@ -30,14 +30,31 @@ class Completions:
 
     @classmethod
     def of(cls, entries: Iterable[tuple[str, int]], keys: Callable[[str], Iterable[str]]) -> Completions:
-        """From (text, papers) pairs; `keys(text)` are the folded strings a prefix may start (its word starts)."""
-        ranked = sorted(entries, key=lambda entry: (-entry[1], entry[0]))
-        pairs = sorted((key, rank) for rank, (text, _) in enumerate(ranked) for key in dict.fromkeys(keys(text)))
+        """From (text, papers) pairs; `keys(text)` are the folded strings a prefix may start (its word starts).
+
+        Built when a worker opens a generation, so the sorts are by list index (C comparisons of
+        strings) and numpy, not by Python key tuples: several times faster for 500,000 words."""
+        pairs = list(entries)
+        texts = [text for text, _ in pairs]
+        papers = np.array([count for _, count in pairs], dtype=np.int64)
+        alphabetical = np.array(sorted(range(len(texts)), key=texts.__getitem__), dtype=np.int64)
+        by_rank = alphabetical[np.argsort(-papers[alphabetical], kind="stable")]  # most papers, then alphabetical
+        rank_of = np.empty(len(texts), dtype=np.int32)
+        rank_of[by_rank] = np.arange(len(texts), dtype=np.int32)
+        all_keys: list[str] = []
+        owners: list[int] = []
+        for i, text in enumerate(texts):
+            for key in dict.fromkeys(keys(text)):
+                all_keys.append(key)
+                owners.append(i)
+        key_order = sorted(range(len(all_keys)), key=all_keys.__getitem__)
         return cls(
-            [text for text, _ in ranked],
-            [papers for _, papers in ranked],
-            [key for key, _ in pairs],
-            np.array([rank for _, rank in pairs], dtype=np.int32),
+            [texts[i] for i in by_rank.tolist()],
+            papers[by_rank].tolist(),
+            [all_keys[i] for i in key_order],
+            rank_of[np.array(owners, dtype=np.int64)[np.array(key_order, dtype=np.int64)]]
+            if owners
+            else np.empty(0, dtype=np.int32),
         )
 
     @property
