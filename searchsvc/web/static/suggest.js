@@ -36,6 +36,7 @@ document.addEventListener("DOMContentLoaded", () => {
     input.setAttribute("aria-expanded", "false");
     input.removeAttribute("aria-activedescendant");
     active = -1;
+    status.textContent = ""; // so the next list's count is announced even if it is the same
   }
 
   function activate(index) {
