@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> None:
         with request_budget(backend.settings.search_time_limit_ms):
             backend.suggest(q, limit)
 
-    client = create_app(overrides).test_client()
+    app = create_app(overrides)
+    app.extensions["searchsvc"].backend.status()  # the app's own backend opens the generation outside a request
+    client = app.test_client()
 
     def through_flask(q: str) -> None:
         assert client.get("/api/suggest", query_string={"q": q}).status_code == 200
