@@ -258,6 +258,16 @@ def test_suggestions_complete_the_last_word_to_authors_by_their_papers(client: F
     assert set(error_of(client, "/api/suggest?q=na&limit=0", 400)["details"]) == {"limit"}
 
 
+def test_suggestions_complete_the_last_word_to_words_by_their_papers(client: FlaskClient) -> None:
+    document = client.get("/api/suggest?q=memory+COMPO").get_json()
+    words = [s for s in document["suggestions"] if s["kind"] == "word"]
+    assert {"text": "memory compositional", "kind": "word", "value": "compositional", "papers": 1} in words
+    assert [s["papers"] for s in words] == sorted((s["papers"] for s in words), reverse=True)
+    assert all(s["value"].startswith("compo") for s in words)
+    embedding = client.get("/api/suggest?q=embeddi").get_json()["suggestions"]
+    assert [s["value"] for s in embedding[:2]] == ["embedding", "embeddings"]
+
+
 def test_author_papers_and_co_authors(client: FlaskClient) -> None:
     author = client.get("/api/authors/Maxim Naumov?per_page=100").json
     assert (author["name"], author["total"], len(author["results"])) == ("Maxim Naumov", 18, 18)

@@ -3,14 +3,14 @@
 Built when a generation is opened, from what is already there: the vocabulary stored with the
 generation (words of titles and abstracts, with papers per word) and the author facet's
 arrays. Nothing new is written at build time, so an index built before suggestions existed
-serves them too. Stop words and one-letter words are left out: they find no papers on their own.
+serves them too. Words `analysis.suggestible` rejects are left out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS
+from searchsvc.backends.analysis import suggestible
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.core.completion import Completions
 from searchsvc.core.suggestions import Suggestion, Typed, combine
@@ -30,12 +30,8 @@ class GenerationCompletions:
 
 
 def generation_completions(vocabulary: Vocabulary, facets: FacetIndex) -> GenerationCompletions:
-    words = ((word, papers) for word, papers in vocabulary.items() if _suggestible(word))
+    words = ((word, papers) for word, papers in vocabulary.items() if suggestible(word))
     return GenerationCompletions(
         words=Completions.of(words, keys=lambda word: (word,)),
         authors=Completions.of(facets.papers_per_value("author"), keys=word_tails),
     )
-
-
-def _suggestible(word: str) -> bool:
-    return len(word) >= MIN_WORD_CHARS and word not in STOP_WORDS and not word.isdigit()
