@@ -1,10 +1,10 @@
-"""`python -m bench build|query|scale|embedding|related|versus|authors [options]`: see bench/README.md."""
+"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import authors, build, embedding, query, related, scale, versus
+from bench import authors, build, embedding, query, related, scale, suggest, versus
 
 COMMANDS = {
     "build": build.main,
@@ -14,6 +14,7 @@ COMMANDS = {
     "related": related.main,
     "versus": versus.main,
     "authors": authors.main,
+    "suggest": suggest.main,
 }
 
 if __name__ == "__main__":

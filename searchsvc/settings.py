@@ -91,6 +91,9 @@ class Settings:
     max_facet_prefix_length: int = _setting(
         100, "a facet value lookup prefix longer than any name is not a lookup", Integer(1, 1000)
     )
+    suggestion_limit: int = _setting(
+        8, "suggestions listed as you type: a list read at a glance while typing", Integer(1, 50)
+    )
     related_papers: int = _setting(5, "papers listed as related to one paper", Integer(1, 100))
     max_export: int = _setting(
         1000, "papers in one export download: a reading list, not a copy of the index", Integer(1, 100_000)

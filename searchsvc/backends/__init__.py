@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from searchsvc.ingest.merging import Collection
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
+from searchsvc.core.suggestions import Suggestion
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
@@ -37,6 +38,9 @@ class Backend(Protocol):
 
     def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
         """Values of facet `name` with a word starting with `prefix`, counted like the search's facets."""
+
+    def suggest(self, q: str, limit: int) -> list[Suggestion]:
+        """At most `limit` completions of `q`'s last word (core.suggestions): words, then authors."""
 
     def paper(self, paper_id: str) -> Paper:
         """One paper by id (PaperNotFound if there is none)."""

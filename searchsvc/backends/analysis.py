@@ -25,3 +25,9 @@ MIN_WORD_CHARS = 2
 # BM25: term-frequency saturation, and length normalisation per field.
 K1 = 1.6
 FIELD_B = {"title": 0.9, "abstract": 0.75}
+
+
+def suggestible(word: str) -> bool:
+    """Whether a word is worth suggesting as you type: stop words, one-letter words and bare
+    numbers find nothing on their own (the ranked fields drop the first two)."""
+    return len(word) >= MIN_WORD_CHARS and word not in STOP_WORDS and not word.isdigit()

@@ -11,7 +11,7 @@ be near, and computes the edit distance only for the few left.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +105,13 @@ class Vocabulary:
             return 0
         i = _find(group, word)
         return 0 if i is None else int(group.papers[i])
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        """Every (word, papers), in no particular order."""
+        for group in self._groups.values():
+            size = group.length
+            for i, papers in enumerate(group.papers.tolist()):
+                yield group.text[i * size : (i + 1) * size], papers
 
     def near(self, word: str) -> list[tuple[str, int]]:
         """(word, papers) of every word with `word`'s first letter within MAX_EDITS of it (itself included)."""

@@ -22,6 +22,8 @@ from searchsvc.web.schemas import (
     RelatedPapersSchema,
     SearchRequestSchema,
     SearchResultSchema,
+    SuggestionsSchema,
+    SuggestRequestSchema,
     load_params,
 )
 from searchsvc.core.model import FACETS
@@ -48,6 +50,21 @@ _PAPER_ID = {"paper_id": {"type": "string", "description": "The paper's id, as i
 def search() -> Response:
     search_request = load_params(SearchRequestSchema(service().settings), request.args)
     return jsonify(SearchResultSchema().dump(service().backend.search(search_request)))
+
+
+@blueprint.get("/suggest")
+@documented(
+    Operation(
+        "Suggestions as you type: the query's last word completed to words and author names, most papers first",
+        params=lambda: SuggestRequestSchema(service().settings),
+        response=SuggestionsSchema,
+        errors=(400, 503),
+    )
+)
+def suggest() -> Response:
+    wanted = load_params(SuggestRequestSchema(service().settings), request.args)
+    found = service().backend.suggest(wanted["q"], wanted["limit"])
+    return jsonify(SuggestionsSchema().dump({"q": wanted["q"], "suggestions": found}))
 
 
 @blueprint.get("/papers/<path:paper_id>")

@@ -16,13 +16,15 @@ from searchsvc.web.raw_query import refuse_invalid_utf8
 from searchsvc.web.service import Service
 
 # The pages load their stylesheet, script and icon from this origin and nothing else: no inline
-# script or style (so injected markup cannot run), no framing, forms submit only here.
+# script or style (so injected markup cannot run), no framing, forms submit only here; script
+# fetches from here only (suggestions as you type).
 _CONTENT_SECURITY_POLICY = "; ".join(
     (
         "default-src 'none'",
         "script-src 'self'",
         "style-src 'self'",
         "img-src 'self'",
+        "connect-src 'self'",
         "form-action 'self'",
         "base-uri 'none'",
         "frame-ancestors 'none'",

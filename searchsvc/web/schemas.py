@@ -13,6 +13,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
+from searchsvc.core.suggestions import KINDS
 from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
 from searchsvc.settings import Settings
 
@@ -189,6 +190,38 @@ def load_params(schema: Schema, params: Mapping[str, Any]) -> Any:
 def parse_search_request(params: Mapping[str, Any], settings: Settings) -> SearchRequest:
     """Validated search from raw parameters, or `InvalidRequest` naming every bad field."""
     return load_params(SearchRequestSchema(settings), params)
+
+
+class SuggestRequestSchema(Schema):
+    """Suggestions as you type: the query so far, limited like a search's query."""
+
+    q = fields.String(
+        required=True,
+        metadata={"description": "The query so far; its last word is completed, the earlier ones kept."},
+    )
+    limit = fields.Integer()
+
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _limit(self, "q", validate.Length(max=settings.max_query_length, error=TOO_LONG))
+        _limit(self, "limit", validate.Range(min=1, max=settings.suggestion_limit, error=_OUT_OF_RANGE))
+        self.fields["limit"].load_default = settings.suggestion_limit
+
+
+class SuggestionSchema(Schema):
+    text = fields.String(required=True, metadata={"description": "The whole query to search for this suggestion."})
+    kind = fields.String(required=True, validate=validate.OneOf(KINDS))
+    value = fields.String(required=True, metadata={"description": "The completed word, or the author's name."})
+    papers = fields.Integer(
+        required=True,
+        metadata={"description": "A word: papers with it in the title plus papers with it in the abstract. "
+                  "An author: their papers."},
+    )
+
+
+class SuggestionsSchema(Schema):
+    q = fields.String(required=True)
+    suggestions = fields.List(fields.Nested(SuggestionSchema), required=True)
 
 
 class QuerySchema(Schema):

@@ -246,6 +246,28 @@ def test_facet_prefix_lookup_counts_under_query_and_other_filters(client: FlaskC
     assert [v["value"] for v in years] == sorted({2020, 2021, 2022, 2023, 2024, 2025, 2026}, reverse=True)
 
 
+def test_suggestions_complete_the_last_word_to_authors_by_their_papers(client: FlaskClient) -> None:
+    document = client.get("/api/suggest?q=training+NAUM").get_json()
+    authors = [s for s in document["suggestions"] if s["kind"] == "author"]
+    assert [s["value"] for s in authors] == ["Maxim Naumov"]
+    (naumov,) = authors
+    assert naumov["text"] == 'training author:"Maxim Naumov"'
+    search = client.get("/api/search", query_string={"q": 'author:"Maxim Naumov"'}).get_json()
+    assert naumov["papers"] == search["total"] > 1
+    assert client.get("/api/suggest?q=naumov+").get_json() == {"q": "naumov ", "suggestions": []}
+    assert set(error_of(client, "/api/suggest?q=na&limit=0", 400)["details"]) == {"limit"}
+
+
+def test_suggestions_complete_the_last_word_to_words_by_their_papers(client: FlaskClient) -> None:
+    document = client.get("/api/suggest?q=memory+COMPO").get_json()
+    words = [s for s in document["suggestions"] if s["kind"] == "word"]
+    assert {"text": "memory compositional", "kind": "word", "value": "compositional", "papers": 1} in words
+    assert [s["papers"] for s in words] == sorted((s["papers"] for s in words), reverse=True)
+    assert all(s["value"].startswith("compo") for s in words)
+    embedding = client.get("/api/suggest?q=embeddi").get_json()["suggestions"]
+    assert [s["value"] for s in embedding[:2]] == ["embedding", "embeddings"]
+
+
 def test_author_papers_and_co_authors(client: FlaskClient) -> None:
     author = client.get("/api/authors/Maxim Naumov?per_page=100").json
     assert (author["name"], author["total"], len(author["results"])) == ("Maxim Naumov", 18, 18)

@@ -458,6 +458,56 @@ def test_keyboard_only(base: str, page: Page) -> None:
     expect(page).to_have_url(re.compile("subject="))
 
 
+def test_suggestions_as_you_type_by_keyboard_alone(base: str, page: Page) -> None:
+    """The search box is an ARIA 1.2 combobox: typing lists suggestions, arrows move the active
+    one, Enter searches it; the count is announced, and the audit passes with the list open."""
+    page.goto(f"{base}/")
+    loaded(page)
+    page.keyboard.press("/")
+    box = page.get_by_role("combobox", name="Search papers")
+    expect(box).to_be_focused()
+    page.keyboard.type("memory compo")
+    listbox = page.get_by_role("listbox", name="Suggestions")
+    expect(listbox).to_be_visible()
+    expect(box).to_have_attribute("aria-expanded", "true")
+    expect(box).to_have_attribute("aria-controls", listbox.get_attribute("id") or "")
+    options = listbox.get_by_role("option")
+    expect(listbox.get_by_role("option", name=re.compile("^compositional 1 paper"))).to_have_count(1)
+    count = options.count()
+    expect(page.locator(".search-form [role=status]")).to_have_text(f"{count} suggestion{'s' if count > 1 else ''}")
+    assert_accessible(page, "the suggestions listed")
+
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    first = options.first
+    expect(first).to_have_attribute("aria-selected", "true")
+    expect(box).to_have_attribute("aria-activedescendant", first.get_attribute("id") or "")
+    expect(listbox.locator("[aria-selected=true]")).to_have_count(1)
+    assert_accessible(page, "a suggestion active")
+    chosen = first.get_attribute("data-text")
+    assert chosen is not None and chosen.startswith("memory compo")
+    follow_key(page, "Enter")
+    assert params(loaded(page))["q"] == [chosen]
+    expect(page.get_by_role("combobox", name="Search papers")).to_have_value(chosen)
+
+
+def test_escape_closes_the_suggestions_and_enter_searches_what_was_typed(base: str, page: Page) -> None:
+    page.goto(f"{base}/")
+    loaded(page)
+    box = page.get_by_role("combobox", name="Search papers")
+    box.focus()
+    page.keyboard.type("compo")
+    listbox = page.get_by_role("listbox", name="Suggestions")
+    expect(listbox).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(listbox).to_be_hidden()
+    expect(box).to_have_attribute("aria-expanded", "false")
+    expect(box).to_have_value("compo")
+    follow_key(page, "Enter")
+    assert params(loaded(page))["q"] == ["compo"]
+
+
 def test_works_without_javascript(browser: Browser, base: str) -> None:
     with watched_page(browser, java_script_enabled=False) as watched:
         page = watched.page

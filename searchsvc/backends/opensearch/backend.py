@@ -24,7 +24,8 @@ from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect
 from searchsvc.backends.opensearch.facet_answers import facet_listing, lookup_values
 from searchsvc.backends.opensearch.hits import hit
-from searchsvc.backends.opensearch.mapping import VECTOR, index_body
+from searchsvc.backends.analysis import suggestible
+from searchsvc.backends.opensearch.mapping import TEXT_FIELDS, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.rebuilding import Generations
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
@@ -37,7 +38,8 @@ from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import meaning
 from searchsvc.core.ranking import rank_page, related_order
-from searchsvc.core.text import fold
+from searchsvc.core.suggestions import Suggestion, combine, typed
+from searchsvc.core.text import fold, has_word_starting
 from searchsvc.ingest.merging import Collection
 from searchsvc.semantic.encoder import shared_encoder
 from searchsvc.semantic.store import store_file
@@ -205,6 +207,33 @@ class OpenSearchBackend:
         shown = lookup_values(name, prefix, self._search(body)["aggregations"], request)
         return FacetLookup(name=name, prefix=prefix, values=shown[:limit], truncated=len(shown) > limit)
 
+    def suggest(self, q: str, limit: int) -> list[Suggestion]:
+        """Author completions counted by a terms aggregation; word completions found in a sample of
+        the papers holding them (search_bodies.word_completions), then counted over every paper
+        and field as the Whoosh vocabulary counts them."""
+        start = typed(q)
+        if start is None:
+            return []
+        authors_body = {**search_bodies.author_completions(start.prefix, limit), **self._timeout()}
+        buckets = self._search(authors_body)["aggregations"]["authors"]["buckets"]
+        names = [(bucket["shown"]["buckets"][0]["key"], bucket["doc_count"]) for bucket in buckets]
+        authors = [(name, papers) for name, papers in names if has_word_starting(name, start.prefix)]
+        words = self._completed_words(start.prefix, limit)
+        self._deadline().check()
+        return combine(start, _best(words, limit), _best(authors, limit), limit)
+
+    def _completed_words(self, prefix: str, limit: int) -> list[tuple[str, int]]:
+        """Words starting with `prefix` found in a sample, each with its papers per field added up."""
+        words_body = {**search_bodies.word_completions(prefix, limit), **self._timeout()}
+        sample = self._search(words_body)["aggregations"]["sample"]
+        found = sorted({bucket["key"] for field in TEXT_FIELDS for bucket in sample[field]["buckets"]})
+        if not found:
+            return []
+        counted = self._search({**search_bodies.word_papers(found), **self._timeout()})["aggregations"]["papers"]
+        buckets = counted["buckets"]
+        papers = {word: sum(buckets[f"{field}:{word}"]["doc_count"] for field in TEXT_FIELDS) for word in found}
+        return [(word, count) for word, count in papers.items() if count and suggestible(word)]
+
     def paper(self, paper_id: str) -> Paper:
         return Paper.from_stored(self._stored(paper_id, SOURCE))
 
@@ -289,3 +318,8 @@ class OpenSearchBackend:
                 raise PaperNotFound(f"no paper with id {paper_id!r}", {"id": paper_id}) from None
         source: Dsl = found["_source"]
         return source
+
+
+def _best(found: list[tuple[str, int]], limit: int) -> list[tuple[str, int]]:
+    """The `limit` with the most papers, ties alphabetical (as the Whoosh backend orders them)."""
+    return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]

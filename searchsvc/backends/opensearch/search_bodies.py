@@ -19,6 +19,7 @@ FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}"}
 # Values fetched per facet before the display order is applied: the cluster orders ties by
 # raw bytes, the service case-insensitively, so a few more than shown must come back.
 FACET_HEADROOM = 10
+WORD_SAMPLE = 200  # papers per shard whose text word completions are read from
 LIKE_TERMS = 12  # as the Whoosh backend's RELATED_KEY_TERMS
 _BY_YEAR = {"order": "desc", "missing": "_last"}
 SORTS = {
@@ -146,6 +147,63 @@ def lookup_aggs(plan: Plan, name: str, folded_prefix: str, limit: int, settings:
             "aggs": {"shown": {"terms": {"field": FACET_FIELDS[name], "size": 1}}},
         }
     return {"lookup": {"filter": others, "aggs": {"values": values}}}
+
+
+def author_completions(folded_prefix: str, limit: int) -> Dsl:
+    """Authors with a word starting with `folded_prefix` and their papers, over every paper: the
+    `prefix` query narrows to papers with such a name word, the aggregation counts their names."""
+    return {
+        "query": {"prefix": {"authors": folded_prefix}},
+        "size": 0,
+        "aggs": {
+            "authors": {
+                "terms": {
+                    "field": FOLDED_FIELDS["author"],
+                    "include": rf"(.*[^a-z0-9])?{_regexp_literal(folded_prefix)}.*",
+                    "size": limit + FACET_HEADROOM,
+                    "order": [{"_count": "desc"}, {"_key": "asc"}],
+                },
+                "aggs": {"shown": {"terms": {"field": FACET_FIELDS["author"], "size": 1}}},
+            }
+        },
+    }
+
+
+def word_completions(folded_prefix: str, limit: int) -> Dsl:
+    """Words of titles and abstracts starting with `folded_prefix`, found in a sample of papers
+    holding one. `.exact` is a text field without fielddata, so its words cannot be listed by a
+    terms aggregation; `significant_text` re-reads the text of the sample instead, so a rare
+    word outside it can be missed. Its `bg_count` counts deleted copies of updated papers too,
+    so the papers per word are counted by `word_papers`."""
+    include = f"{_regexp_literal(folded_prefix)}.*"
+    return {
+        "query": {"bool": {"should": [{"prefix": {f"{field}.{EXACT}": folded_prefix}} for field in TEXT_FIELDS]}},
+        "size": 0,
+        "aggs": {
+            "sample": {
+                "sampler": {"shard_size": WORD_SAMPLE},
+                "aggs": {
+                    field: {
+                        "significant_text": {
+                            "field": f"{field}.{EXACT}",
+                            "source_fields": [field],
+                            "include": include,
+                            "size": limit + FACET_HEADROOM,
+                            "min_doc_count": 1,
+                            "shard_min_doc_count": 1,
+                        }
+                    }
+                    for field in TEXT_FIELDS
+                },
+            }
+        },
+    }
+
+
+def word_papers(words: list[str]) -> Dsl:
+    """Papers holding each word, per field (`title:word`, `abstract:word`), counted over every paper."""
+    checks = {f"{field}:{word}": {"term": {f"{field}.{EXACT}": word}} for word in words for field in TEXT_FIELDS}
+    return {"query": MATCH_ALL, "size": 0, "aggs": {"papers": {"filters": {"filters": checks}}}}
 
 
 def more_like(index: str, paper_id: str, any_word: bool) -> Dsl:

@@ -37,6 +37,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, check_term_count, meaning, parse
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.core import spelling
+from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.ranking import Candidates, rank_page, related_order
 from searchsvc.semantic.encoder import shared_encoder
 from searchsvc.semantic.store import store_file
@@ -198,6 +199,18 @@ class WhooshBackend:
         values, truncated = found.gen.facets.lookup(name, prefix, found.matched, found.filters, request, limit)
         found.deadline.check()
         return FacetLookup(name=name, prefix=prefix, values=values, truncated=truncated)
+
+    @_in_turn
+    def suggest(self, q: str, limit: int) -> list[Suggestion]:
+        """Completions of the query's last word from arrays built when the generation was opened:
+        a lookup is two binary searches and one partition, so the deadline is read around it."""
+        deadline = self._deadline()
+        gen = self._generations.get()
+        deadline.check()
+        start = typed(q)
+        found = [] if start is None else gen.completions.suggest(start, limit)
+        deadline.check()
+        return found
 
     @_in_turn
     def paper(self, paper_id: str) -> Paper:

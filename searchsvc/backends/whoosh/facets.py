@@ -100,6 +100,12 @@ class FacetIndex:
         values = [FacetValue(value, counts[value], value in marked) for value in ordered[:limit]]
         return values, len(ordered) > limit
 
+    def papers_per_value(self, name: str) -> list[tuple[str, int]]:
+        """Every value of facet `name` with its papers in the whole generation."""
+        facet = self._facets[name]
+        counted = self._counted(name, self.all_docs, {})
+        return [(str(value), int(count)) for value, count in zip(facet.values, counted.tolist(), strict=True)]
+
     def _counted(self, name: str, matched: Mask, filters: Filters) -> npt.NDArray[np.int64]:
         """Papers per value of facet `name` among the matched ones, under every filter but its own."""
         facet = self._facets[name]

@@ -15,6 +15,7 @@ from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
 from searchsvc.backends.whoosh.spelling import generation_vocabulary
+from searchsvc.backends.whoosh.suggesting import generation_completions
 from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
 from searchsvc.backends.whoosh.word_scores import Postings
 from searchsvc.core.errors import IndexUnavailable
@@ -56,6 +57,7 @@ class OpenGeneration:
             self.by_oldest = np.argsort(np.fromiter(reader.column_reader(OLDEST_RANK), dtype=np.int64))
             self.postings = Postings(self.searcher)
             self.vocabulary = generation_vocabulary(hold.path, self.searcher)  # "did you mean" never walks the word list
+            self.completions = generation_completions(self.vocabulary, self.facets)  # suggestions as you type
             self.vectors = GenerationVectors(hold.path, vector_store, self.facets.doc_count)
         except IndexUnavailable:
             raise

@@ -1,0 +1,63 @@
+"""Suggestions as you type: which word of the query is completed, and the query each suggestion searches.
+
+The last word of the query is completed, the earlier ones are kept as typed: completing a word
+the user has moved past would rewrite what they already chose. A word suggestion replaces the
+last word with the completed word; an author suggestion replaces it with `author:"Name"`, so
+picking one searches that author's papers (narrowed by the earlier words), through the same
+query language as everything else. Engines only find the completions (most papers first).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from searchsvc.core.text import fold
+
+KINDS = ("word", "author")
+# Of the listed suggestions, authors get at most this share while words fill the list: a word
+# finds far more papers than a name, so ranking both by papers alone would never show an author.
+AUTHOR_SHARE = 3
+_LAST_WORD = re.compile(r"(?P<kept>^|.*\s)(?P<last>\S+)$", re.DOTALL)
+_PLAIN_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str  # the whole query to search
+    kind: str  # "word" or "author"
+    value: str  # the completed word or the author's name
+    papers: int  # papers holding the word (title and abstract counted apart), or the author's papers
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A query split into what is kept and the folded start of the word being typed."""
+
+    kept: str
+    prefix: str
+
+
+def typed(q: str) -> Typed | None:
+    """What to complete in `q`: None if its last word is finished (a space after it) or is syntax
+    (inside a phrase, a field, a wildcard), which a word completion would break."""
+    found = _LAST_WORD.match(q)
+    if found is None or found["kept"].count('"') % 2:  # inside an open phrase
+        return None
+    prefix = fold(found["last"])
+    if _PLAIN_WORD.fullmatch(prefix) is None:
+        return None
+    return Typed(found["kept"], prefix)
+
+
+def combine(
+    start: Typed, words: list[tuple[str, int]], authors: list[tuple[str, int]], limit: int
+) -> list[Suggestion]:
+    """At most `limit` suggestions: words first, then authors in at most a share of the places
+    (more where there are too few words)."""
+    shown_authors = min(len(authors), max(limit // AUTHOR_SHARE, limit - len(words)))
+    chosen = [Suggestion(start.kept + word, "word", word, papers) for word, papers in words[: limit - shown_authors]]
+    for name, papers in authors[:shown_authors]:
+        quoted = name.replace('"', " ")  # a quote would end the phrase early
+        chosen.append(Suggestion(f'{start.kept}author:"{quoted}"', "author", name, papers))
+    return chosen
