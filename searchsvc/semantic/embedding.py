@@ -74,6 +74,6 @@ def _with_new(stored: StoredVectors, keys: np.ndarray, vectors: np.ndarray) -> S
     """The store as it was plus what this rebuild has embedded so far, so a kill loses neither.
 
     A generation's searches use its vectors only once every one of its papers has one
-    (`aligned`), so a checkpoint never passes for a finished embedding.
+    (`GenerationVectors.get`), so a checkpoint never passes for a finished embedding.
     """
     return StoredVectors(np.concatenate([stored.keys, keys]), np.concatenate([stored.vectors, vectors]))

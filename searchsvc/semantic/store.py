@@ -112,9 +112,3 @@ def lookup(stored: StoredVectors, keys: np.ndarray) -> tuple[np.ndarray, np.ndar
     at = np.searchsorted(stored.keys[order], keys).clip(max=len(order) - 1)
     found = stored.keys[order[at]] == keys
     return np.where(found, order[at], 0), found
-
-
-def aligned(stored: StoredVectors, keys: np.ndarray) -> np.ndarray | None:
-    """The stored vectors in the order of `keys`, or None if any key has no vector yet."""
-    rows, found = lookup(stored, keys)
-    return stored.vectors[rows] if found.all() else None

@@ -231,6 +231,12 @@ def index_state(backend: Backend) -> Iterable[Metric]:
     for state in SEMANTIC_STATES:
         semantic.add_metric([state], 1 if status.get("semantic_ranking") == state else 0)
     found = [up, info, papers, semantic]
+    if "embedded_papers" in status:  # ranking by meaning is on: how far the vectors have got
+        embedded = GaugeMetricFamily(
+            "searchsvc_embedded_papers", "Papers of the served generation that have their vector (ranking by meaning)"
+        )
+        embedded.add_metric([], float(status["embedded_papers"]))
+        found.append(embedded)
     built = _timestamp(status.get("built_at"))
     if built is not None:
         built_at = GaugeMetricFamily(

@@ -125,13 +125,15 @@ class OpenSearchBackend:
             index = self.generations.serving()
             mapping = self.client.indices.get_mapping(index=index)[index]["mappings"]
             count = self.client.count(index=self.alias)["count"]
-        semantic = "off"
+        semantic, embedded = "off", {}
         if self.settings.semantic_ranking:
             shared_encoder()  # loaded before the first search; a missing model shows in /readyz
-            semantic = "pending" if self.searches.count(vectors.MISSING) else "on"
+            missing = self.searches.count(vectors.MISSING)
+            semantic = "pending" if missing else "on"
+            embedded = {"embedded_papers": count - missing}
         meta = dict(mapping.get("_meta", {}))
         meta.pop("mapping_version", None)
-        return dict(meta, generation=index, doc_count=count, semantic_ranking=semantic)
+        return dict(meta, generation=index, doc_count=count, semantic_ranking=semantic, **embedded)
 
     def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()

@@ -153,12 +153,13 @@ class WhooshBackend:
         """The generation this process serves: its manifest, the papers its index holds, and whether
         they are ranked by meaning too ("pending" while the rebuild is still embedding them)."""
         gen = self._generations.get()
-        semantic = "off"
+        semantic, embedded = "off", {}
         if self.settings.semantic_ranking:
             shared_encoder()  # loaded before the first search; a missing model shows in /readyz
             semantic = "on" if gen.vectors.get() is not None else "pending"
+            embedded = {"embedded_papers": gen.vectors.embedded()}
         doc_count = gen.searcher.doc_count()
-        return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic)
+        return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic, **embedded)
 
     @_in_turn
     def search(self, request: SearchRequest) -> SearchResult:

@@ -20,7 +20,7 @@ from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import shared_encoder
-from searchsvc.semantic.store import KEY_BYTES, aligned, content_key, load, paper_text
+from searchsvc.semantic.store import KEY_BYTES, content_key, load, lookup, paper_text
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
 
@@ -84,17 +84,31 @@ class GenerationVectors:
         self._lock = threading.Lock()
         self._stamp: tuple[int, int, int] | None = None
         self._vectors: np.ndarray | None = None
+        self._embedded = 0
 
     def get(self) -> np.ndarray | None:
         """Vectors by document number, or None while some paper has none yet."""
+        self._refresh()
+        return self._vectors
+
+    def embedded(self) -> int:
+        """How many of the generation's papers the store has a vector for (all of them once `get` gives vectors)."""
+        self._refresh()
+        return self._embedded
+
+    def _refresh(self) -> None:
+        """Read the store again if it changed since (a rebuild checkpoints it while it embeds)."""
         try:
             info = os.stat(self._store)
         except FileNotFoundError:
-            return None
+            self._stamp, self._vectors, self._embedded = None, None, 0
+            return
         stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
         if stamp != self._stamp:
             with self._lock:
                 if stamp != self._stamp:
-                    self._vectors = aligned(load(self._store), self._keys)
+                    stored = load(self._store)
+                    rows, found = lookup(stored, self._keys)
+                    self._vectors = stored.vectors[rows] if found.all() else None
+                    self._embedded = int(found.sum())
                     self._stamp = stamp
-        return self._vectors

@@ -177,6 +177,8 @@ def test_the_index_gauges_say_what_readyz_says(metered: FlaskClient) -> None:
     states = {state: value(samples, "searchsvc_semantic_ranking", state=state) for state in ("on", "pending", "off")}
     assert states == {state: float(state == ready["semantic_ranking"]) for state in states}
     assert value(samples, "searchsvc_index_built_timestamp_seconds") > 0
+    assert ready["semantic_ranking"] == "on"  # the seeds are embedded as they are indexed
+    assert value(samples, "searchsvc_embedded_papers") == ready["doc_count"]
 
 
 def test_without_an_index_the_index_is_reported_down(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
 from searchsvc.core import fusion
 from searchsvc.semantic.encoder import Encoder, ModelUnavailable
+from searchsvc.semantic import store
 from searchsvc.semantic.store import load
 from tests.helpers.apps import app_for, settings_for
 from tests.helpers.indexes import RECORDS_FILE, MakeIndex
@@ -89,6 +90,20 @@ def test_searches_rank_lexically_until_the_papers_are_embedded(make_index: MakeI
     assert backend.embed(no_progress) == 2
     assert _ids(backend, QUERY) == ["cardio", "chess"]
     assert backend.status()["semantic_ranking"] == "on"
+
+
+def test_status_counts_the_papers_that_have_their_vector(make_index: MakeIndex) -> None:
+    """What /metrics reports as searchsvc_embedded_papers: how far a rebuild's embedding has got."""
+    records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
+    backend = make_index(records)
+    assert backend.status()["embedded_papers"] == 2
+    stored = store.load(backend.vector_store)
+    store.save(backend.vector_store, store.StoredVectors(stored.keys[:1], stored.vectors[:1]))  # as a checkpoint
+    assert (backend.status()["semantic_ranking"], backend.status()["embedded_papers"]) == ("pending", 1)
+    backend.vector_store.unlink()
+    assert backend.status()["embedded_papers"] == 0
+    assert backend.embed(no_progress) == 2
+    assert (backend.status()["semantic_ranking"], backend.status()["embedded_papers"]) == ("on", 2)
 
 
 def test_a_damaged_vector_store_means_lexical_ranking_until_a_rebuild_replaces_it(
