@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from flask import Blueprint, Response, jsonify, request
-from marshmallow import Schema
 from werkzeug.exceptions import NotFound
 
 from searchsvc.web.service import service
@@ -31,10 +28,6 @@ from searchsvc.core.model import FACETS
 blueprint = Blueprint("api", __name__, url_prefix="/api")
 
 
-def _settings_schema(kind: type[SearchRequestSchema]) -> Callable[[], Schema]:
-    return lambda: kind(service().settings)
-
-
 _PAPER_ID = {"paper_id": {"type": "string", "description": "The paper's id, as in search results."}}
 
 
@@ -42,7 +35,7 @@ _PAPER_ID = {"paper_id": {"type": "string", "description": "The paper's id, as i
 @documented(
     Operation(
         "Ranked, faceted search",
-        params=_settings_schema(SearchRequestSchema),
+        params=SearchRequestSchema,
         response=SearchResultSchema,
         errors=(400, 503),
     )
@@ -56,7 +49,7 @@ def search() -> Response:
 @documented(
     Operation(
         "Suggestions as you type: the query's last word completed to words and author names, most papers first",
-        params=lambda: SuggestRequestSchema(service().settings),
+        params=SuggestRequestSchema,
         response=SuggestionsSchema,
         errors=(400, 503),
     )
@@ -88,7 +81,7 @@ def related(paper_id: str) -> Response:
 @documented(
     Operation(
         "An author's papers (case and accents ignored in the name), their years, subjects and co-authors",
-        params=_settings_schema(AuthorRequestSchema),
+        params=AuthorRequestSchema,
         response=AuthorSchema,
         errors=(400, 404, 503),
         path_params={"name": {"type": "string", "description": "The author's name; may contain slashes."}},
@@ -103,7 +96,7 @@ def author(name: str) -> Response:
 @documented(
     Operation(
         "Facet values starting with a prefix, counted under the query and the other filters",
-        params=_settings_schema(FacetLookupRequestSchema),
+        params=FacetLookupRequestSchema,
         response=FacetLookupSchema,
         errors=(400, 404, 503),
         path_params={"name": {"type": "string", "enum": list(FACETS)}},
@@ -121,7 +114,7 @@ def facet_values(name: str) -> Response:
 @documented(
     Operation(
         "The search's results as a download (BibTeX, CSV or JSON lines), up to the export limit",
-        params=_settings_schema(ExportRequestSchema),
+        params=ExportRequestSchema,
         download_types=tuple(chosen.media_type for chosen in EXPORT_FORMATS.values()),
         errors=(400, 503),
     )

@@ -16,7 +16,7 @@ from flask import Blueprint, Response, request, url_for
 from searchsvc.core.model import SearchRequest
 from searchsvc.web.atom import MEDIA_TYPE, FeedHead, atom_feed
 from searchsvc.web.openapi import Operation, documented
-from searchsvc.web.page_links import search_pairs
+from searchsvc.web.page_links import search_pairs, with_query
 from searchsvc.web.schemas import FEED_ENTRIES, FeedRequestSchema, load_params
 from searchsvc.web.service import service
 
@@ -27,7 +27,7 @@ blueprint = Blueprint("feeds", __name__)
 @documented(
     Operation(
         f"The newest {FEED_ENTRIES} papers of a search as an Atom 1.0 feed; 304 while the index is unchanged",
-        params=lambda: FeedRequestSchema(service().settings),
+        params=FeedRequestSchema,
         download_types=(MEDIA_TYPE,),
         errors=(400, 503),
     )
@@ -46,8 +46,8 @@ def feed() -> Response:
     head = FeedHead(
         title=_title(wanted),
         search_pairs=pairs,
-        self_link=_with_query(url_for("feeds.feed"), pairs),
-        page_link=_with_query(url_for("ui.search"), [*pairs, ("sort", "newest")]),
+        self_link=with_query(url_for("feeds.feed"), pairs),
+        page_link=with_query(url_for("ui.search"), [*pairs, ("sort", "newest")]),
         updated=built.isoformat(),
     )
     papers = service().backend.export(wanted, FEED_ENTRIES)
@@ -58,10 +58,6 @@ def feed() -> Response:
 def _etag(generation: str, pairs: list[tuple[str, str]]) -> str:
     """One tag per search and generation: a rebuild changes every feed's tag, nothing else does."""
     return hashlib.sha256(f"{generation}?{urlencode(pairs)}".encode()).hexdigest()[:32]
-
-
-def _with_query(path: str, pairs: list[tuple[str, str]]) -> str:
-    return f"{path}?{urlencode(pairs)}" if pairs else path
 
 
 def _title(wanted: SearchRequest) -> str:

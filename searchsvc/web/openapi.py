@@ -18,6 +18,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
 from marshmallow import Schema
 
+from searchsvc.settings import Settings
 from searchsvc.web.schemas import ErrorSchema
 
 blueprint = Blueprint("openapi", __name__)
@@ -34,7 +35,7 @@ class Operation:
     """What the OpenAPI document says of a route: its parameters, its answer, its errors."""
 
     summary: str
-    params: Callable[[], Schema] | None = None  # made per request: the limits come from settings
+    params: Callable[[Settings], Schema] | None = None  # a schema class: built with the app's settings (its limits)
     response: type[Schema] | None = None  # JSON; or else a download in one of `download_types`
     download_types: tuple[str, ...] = ()
     errors: tuple[int, ...] = (503,)
@@ -75,17 +76,18 @@ def build_spec(app: Flask) -> APISpec:
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         operation = getattr(app.view_functions[rule.endpoint], "operation", None)
         if isinstance(operation, Operation):
-            spec.path(path=_CONVERTER.sub(r"{\1}", rule.rule), operations={"get": _operation(operation)})
+            operations = {"get": _operation(operation, app.extensions["searchsvc"].settings)}
+            spec.path(path=_CONVERTER.sub(r"{\1}", rule.rule), operations=operations)
     return spec
 
 
-def _operation(operation: Operation) -> dict[str, Any]:
+def _operation(operation: Operation, settings: Settings) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = [
         {"in": "path", "name": name, "required": True, "schema": schema}
         for name, schema in operation.path_params.items()
     ]
     if operation.params is not None:
-        parameters.append({"in": "query", "schema": operation.params()})
+        parameters.append({"in": "query", "schema": operation.params(settings)})
     content = (
         {"application/json": {"schema": operation.response}}
         if operation.response is not None

@@ -16,6 +16,11 @@ _LIST_FACETS = ("subject", "author")
 _PAGES_AROUND = 2  # page links shown either side of the current page
 
 
+def with_query(path: str, pairs: list[tuple[str, str]]) -> str:
+    """`path` with `pairs` as its query string (none when there are none)."""
+    return f"{path}?{urlencode(pairs)}" if pairs else path
+
+
 def search_pairs(request: SearchRequest) -> list[tuple[str, str]]:
     """What a search asks for (its query and filters) as query parameters, without sort or paging."""
     pairs: list[tuple[str, str]] = []
@@ -53,8 +58,7 @@ class SearchLinks:
     # The URL of any search -----------------------------------------------------------
 
     def to(self, request: SearchRequest) -> str:
-        query = urlencode(self.pairs(request))
-        return f"{self.base}?{query}" if query else self.base
+        return with_query(self.base, self.pairs(request))
 
     def pairs(self, request: SearchRequest, paged: bool = True) -> list[tuple[str, str]]:
         """The request as query parameters, leaving out every default so URLs stay short."""
@@ -112,8 +116,7 @@ class SearchLinks:
 
     def feed(self) -> str:
         """The Atom feed of this search's newest papers (whatever the page's sort)."""
-        pairs = [*self.export_pairs, *search_pairs(self.request)]
-        return f"{self.feed_base}?{urlencode(pairs)}" if pairs else self.feed_base
+        return with_query(self.feed_base, [*self.export_pairs, *search_pairs(self.request)])
 
     # What the page shows ---------------------------------------------------------------
 

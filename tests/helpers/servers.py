@@ -81,6 +81,19 @@ def environment(**extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
 
 
+def gunicorn_refusing(**extra_env: str) -> subprocess.CompletedProcess[str]:
+    """Start gunicorn with the Procfile's config and `extra_env`, for settings that must stop it
+    before any worker boots: it is expected to exit by itself (60 s at most)."""
+    return subprocess.run(
+        [sys.executable, "-m", "gunicorn", "--config", "config/gunicorn.conf.py", "searchsvc:create_app()"],
+        cwd=REPO,
+        env=environment(**extra_env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def run_rebuild(index_dir: Path, *sources: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     """Run `searchsvc rebuild SOURCES --index-dir index_dir` as a separate process, whatever its outcome."""
     return subprocess.run(

@@ -4,9 +4,6 @@ naming the variable, the value and what it may be, instead of a ready service wh
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from searchsvc.core.errors import ConfigurationError
 from searchsvc.settings import Settings, load_settings
 from searchsvc.settings_rules import Integer
 from tests.helpers.paths import REPO
+from tests.helpers.servers import gunicorn_refusing
 
 INTEGER_SETTINGS = [f for f in dataclasses.fields(Settings) if isinstance(f.metadata["rule"], Integer)]
 
@@ -119,16 +117,7 @@ def test_every_command_stops_with_one_line_and_exit_status_2(command: list[str],
 
 
 def test_gunicorn_stops_before_any_worker_boots(tmp_path: Path) -> None:
-    env = {**os.environ, "SEARCHSVC_SEARCH_TIME_LIMIT_MS": "0", "PORT": "0", "HOST": "127.0.0.1"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    result = subprocess.run(
-        [sys.executable, "-m", "gunicorn", "--config", "config/gunicorn.conf.py", "searchsvc:create_app()"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = gunicorn_refusing(SEARCHSVC_SEARCH_TIME_LIMIT_MS="0", PORT="0", HOST="127.0.0.1")
     assert result.returncode == 2, result.stderr
     assert "error: SEARCHSVC_SEARCH_TIME_LIMIT_MS=0: must be an integer from 10 to 30000" in result.stderr
     assert "Traceback" not in result.stderr and "Booting worker" not in result.stderr

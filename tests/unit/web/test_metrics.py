@@ -7,8 +7,6 @@ tests/system/test_metrics_gunicorn.py checks the sums across real gunicorn worke
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +21,7 @@ from searchsvc.cli import main
 from searchsvc.core.errors import ConfigurationError, SearchTimedOut
 from searchsvc.settings import load_settings
 from tests.helpers.apps import app_for
-from tests.helpers.paths import REPO
-from tests.helpers.servers import environment
+from tests.helpers.servers import gunicorn_refusing
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 SEARCH_OK = {"route": "/api/search", "method": "GET", "status": "200"}
@@ -196,15 +193,7 @@ def test_searchsvc_settings_lists_both_settings() -> None:
 
 
 def test_gunicorn_refuses_a_metrics_bind_on_the_public_port() -> None:
-    env = {**environment(PORT="9100", HOST="127.0.0.1"), "SEARCHSVC_METRICS": "on"}
-    result = subprocess.run(
-        [sys.executable, "-m", "gunicorn", "--config", "config/gunicorn.conf.py", "searchsvc:create_app()"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = gunicorn_refusing(PORT="9100", HOST="127.0.0.1", SEARCHSVC_METRICS="on")
     assert result.returncode == 2, result.stderr
     assert "error: SEARCHSVC_METRICS_BIND=127.0.0.1:9100: 9100 is the public PORT" in result.stderr
     assert "Booting worker" not in result.stderr
