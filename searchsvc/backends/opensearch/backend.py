@@ -19,12 +19,12 @@ import numpy as np
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
-from searchsvc.backends.opensearch import respelling, search_bodies, vectors
+from searchsvc.backends.analysis import suggestible
+from searchsvc.backends.opensearch import respelling, search_bodies, vectors, word_rescoring
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect
 from searchsvc.backends.opensearch.facet_answers import facet_listing, lookup_values
 from searchsvc.backends.opensearch.hits import hit
-from searchsvc.backends.analysis import suggestible
 from searchsvc.backends.opensearch.mapping import TEXT_FIELDS, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.rebuilding import Generations
@@ -153,6 +153,9 @@ class OpenSearchBackend:
         }
         if plan.tiered:
             body["aggs"]["all_words"] = plan.all_words_agg()
+        words = self._scored_words(plan) if ranked else None
+        if words:
+            body["aggs"].update(word_rescoring.statistics_aggs(words[0]))
         checks = respelling.checks(plan.tree)
         if checks:
             spelling_aggs, body["suggest"] = respelling.aggs_and_suggesters(checks)
@@ -164,7 +167,8 @@ class OpenSearchBackend:
         all_words = aggs["all_words"]["doc_count"] if plan.tiered else total
         if ranked:
             sizes = self._tier_sizes(plan, total, all_words)
-            found = self._rank(plan, sizes, request.start, request.end, True, deadline)
+            rescorer = self._rescorer(words, aggs) if words else None
+            found = self._rank(plan, sizes, request.start, request.end, True, deadline, rescorer)
         else:
             found = [(doc, None) for doc in response["hits"]["hits"]]
         limits = self.settings.facet_limits()
@@ -185,13 +189,17 @@ class OpenSearchBackend:
         if plan.tree is None or request.sort != "relevance":
             docs = self._search(body | page(request.sort, 0, limit, highlight=False))["hits"]["hits"]
             return [Paper.from_stored(doc["_source"]) for doc in docs]
-        counts = body | {"size": 0, "track_total_hits": True}
+        counts = body | {"size": 0, "track_total_hits": True, "aggs": {}}
         if plan.tiered:
-            counts["aggs"] = {"all_words": plan.all_words_agg()}
+            counts["aggs"]["all_words"] = plan.all_words_agg()
+        words = self._scored_words(plan)
+        if words:
+            counts["aggs"].update(word_rescoring.statistics_aggs(words[0]))
         response = self._search(counts)
         total = response["hits"]["total"]["value"]
         all_words = response["aggregations"]["all_words"]["doc_count"] if plan.tiered else total
-        ranked = self._rank(plan, self._tier_sizes(plan, total, all_words), 0, limit, False, deadline)
+        rescorer = self._rescorer(words, response["aggregations"]) if words else None
+        ranked = self._rank(plan, self._tier_sizes(plan, total, all_words), 0, limit, False, deadline, rescorer)
         return [Paper.from_stored(doc["_source"]) for doc, _score in ranked]
 
     def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
@@ -284,11 +292,32 @@ class OpenSearchBackend:
     def _tier_sizes(plan: Plan, total: int, all_words: int) -> list[int]:
         return [all_words, total - all_words] if plan.tiered else [total]
 
+    def _scored_words(self, plan: Plan) -> tuple[list[word_rescoring.ScoredWord], bool] | None:
+        """The words a query of plain words scores by BM25F, and whether they are a group."""
+        typed = word_rescoring.plain_words(plan.tree)
+        if typed is None:
+            return None
+        words = self.searches.asked(lambda: word_rescoring.analysed(typed, self.client, self.alias))
+        return (words, typed.grouped) if words else None
+
+    def _rescorer(
+        self, words: tuple[list[word_rescoring.ScoredWord], bool], aggs: Dsl
+    ) -> word_rescoring.WordRescorer | None:
+        stats = word_rescoring.statistics(aggs)
+        return None if stats is None else word_rescoring.WordRescorer(*words, stats, self.client)
+
     def _rank(
-        self, plan: Plan, sizes: list[int], start: int, end: int, highlight: bool, deadline: Deadline
+        self,
+        plan: Plan,
+        sizes: list[int],
+        start: int,
+        end: int,
+        highlight: bool,
+        deadline: Deadline,
+        rescorer: word_rescoring.WordRescorer | None,
     ) -> list[tuple[Dsl, float]]:
         """Hit documents of places [start, end), with their scores, by the core ranking policy."""
-        source = TierCandidates(self.searches, plan, highlight, self._timeout())
+        source = TierCandidates(self.searches, plan, highlight, self._timeout(), rescorer)
         ranked = rank_page(sizes, start, end, source, self._meaning(plan), deadline)
         return [(doc, round(score, 4)) for doc, score in ranked]
 

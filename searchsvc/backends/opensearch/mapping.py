@@ -14,18 +14,20 @@ from typing import Any
 
 from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
 
-MAPPING_VERSION = 2  # 2: `vector` and `content_key`
+MAPPING_VERSION = 3  # 2: `vector` and `content_key`; 3: `title.length`, `abstract.length`
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
 # which are then summed (querying.TIE_BREAKER). Chosen on SciFact train (docs/scaling.md).
 BOOSTS = {"title": 1.5, "abstract": 1.0}
 EXACT = "exact"  # subfield of title and abstract: unstemmed words
+LENGTH = "length"  # subfield of title and abstract: its count of ranked words (BM25F's average lengths)
 FOLDED = "folded"  # subfield of subjects and authors: the value case- and accent-folded
 AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and display
 VECTOR = "vector"  # base64 of the paper's float16 vector, as the vector store holds it
 EMBEDDED = "embedded"  # true once `vector` is there: what counts papers still lacking one
 CONTENT_KEY = "content_key"  # hex of semantic.store.content_key of the paper's text
+
 
 def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
     """Settings and mapping of a new index; loaded without replicas or refreshes, see backend.build."""
@@ -84,4 +86,11 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
 
 def _ranked_text(field: str) -> dict[str, Any]:
     exact = {"type": "text", "analyzer": "unstemmed", "similarity": f"bm25_{field}"}
-    return {"type": "text", "analyzer": "ranked", "similarity": f"bm25_{field}", "fields": {EXACT: exact}}
+    # Counts the words the ranked analyzer keeps, not the stop words it drops (position increments).
+    length = {"type": "token_count", "analyzer": "ranked", "enable_position_increments": False}
+    return {
+        "type": "text",
+        "analyzer": "ranked",
+        "similarity": f"bm25_{field}",
+        "fields": {EXACT: exact, LENGTH: length},
+    }

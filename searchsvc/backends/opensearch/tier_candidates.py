@@ -1,7 +1,9 @@
 """A search's tiers as the core ranking policy asks for them: places in lexical order.
 
 Each ask is one search of one tier: the page's places, or with ranking by meaning the tier's
-first `fusion.CANDIDATES`, with their vectors. What comes first is decided by core.ranking.
+first `fusion.CANDIDATES`, with their vectors. For plain words the lexical order is BM25F's,
+as on Whoosh: the tier's first `word_rescoring.POOL` places are fetched and scored again.
+What comes first is decided by core.ranking.
 """
 
 from __future__ import annotations
@@ -12,31 +14,48 @@ from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import Plan, page
 from searchsvc.backends.opensearch.vectors import vectors_of
+from searchsvc.backends.opensearch.word_rescoring import POOL, WordRescorer
 from searchsvc.core.paper import catalogue_key
 from searchsvc.core.ranking import Candidates
 
 
 class TierCandidates:
-    """Candidates of `plan`'s tiers (hit documents, highlighted if `highlight`)."""
+    """Candidates of `plan`'s tiers (hit documents, highlighted if `highlight`), rescored by
+    `rescorer` when the query is plain words."""
 
-    def __init__(self, searches: AliasSearches, plan: Plan, highlight: bool, timeout: Dsl) -> None:
+    def __init__(
+        self, searches: AliasSearches, plan: Plan, highlight: bool, timeout: Dsl, rescorer: WordRescorer | None
+    ) -> None:
         self._searches = searches
         self._plan = plan
         self._highlight = highlight
         self._timeout = timeout
+        self._rescorer = rescorer
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
+        rescored = self._rescorer is not None and low < POOL
+        fetch_low, fetch_high = (0, max(high, POOL)) if rescored else (low, high)
         body = {
             "query": self._plan.tier_query(tier),
             "post_filter": self._plan.post_filter,
             "track_total_hits": False,
             **self._timeout,
-            **page("relevance", low, high - low, self._highlight, with_vectors),
+            **page("relevance", fetch_low, fetch_high - fetch_low, self._highlight, with_vectors),
         }
         docs = self._searches.search(body)["hits"]["hits"]
         scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
+        if self._rescorer is not None and rescored:
+            docs, scores = self._rescored(docs, scores, self._rescorer)
+        docs, scores = docs[low - fetch_low : high - fetch_low], scores[low - fetch_low : high - fetch_low]
         vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
         return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+
+    def _rescored(self, docs: list[Dsl], scores: np.ndarray, rescorer: WordRescorer) -> tuple[list[Dsl], np.ndarray]:
+        """The first POOL documents by BM25F, ties in catalogue order; the rest as the cluster ranked them."""
+        head = docs[:POOL]
+        new = self._searches.asked(lambda: rescorer.scores(head))
+        order = np.lexsort((catalogue_ranks(head), -new))
+        return [head[i] for i in order] + docs[POOL:], np.concatenate([new[order], scores[POOL:]])
 
 
 def catalogue_ranks(docs: list[Dsl]) -> np.ndarray:

@@ -25,7 +25,8 @@ from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
 from searchsvc.backends.analysis import SEARCH_FIELDS
-from searchsvc.backends.whoosh.schema import FIELD_BOOSTS, SCHEMA_VERSION
+from searchsvc.backends.bm25f import FIELD_WEIGHTS
+from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.spelling import unstemmed_tokens as _unstemmed_tokens
 from searchsvc.backends.whoosh.spelling import write_vocabulary
@@ -244,7 +245,7 @@ class WhooshBackend:
     ) -> list[tuple[int, float]]:
         like = query.Or(
             [
-                query.Term(field, term, boost=weight * FIELD_BOOSTS[field])
+                query.Term(field, term, boost=weight * FIELD_WEIGHTS[field])
                 for term, weight in key_terms
                 for field in SEARCH_FIELDS
             ]

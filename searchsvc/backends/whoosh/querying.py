@@ -12,7 +12,7 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from math import floor, log
+from math import floor
 from typing import Any, Literal
 
 from whoosh import matching, query, scoring
@@ -22,9 +22,11 @@ from whoosh.query.wrappers import WrappingQuery
 from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
+from searchsvc.backends import bm25f
+from searchsvc.backends.analysis import K1, SEARCH_FIELDS
+from searchsvc.backends.bm25f import COORDINATION, FIELD_WEIGHTS, SCORE_SCALE, field_b
 from searchsvc.backends.whoosh.highlighting import MatchedWords
-from searchsvc.backends.analysis import FIELD_B, K1, SEARCH_FIELDS
-from searchsvc.backends.whoosh.schema import EXACT_FIELDS, FIELD_BOOSTS
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.core.deadline import CHECK_EVERY, Deadline
 from searchsvc.core.errors import QueryTooBroad
 from searchsvc.core.query import (
@@ -44,11 +46,6 @@ from searchsvc.core.query import (
 )
 
 _Parts = Literal["any", "all", "phrase"]
-
-# Scores of documents matching more of a group's clauses are raised (Whoosh's coordination
-# bonus), which orders papers within each tier (core/ranking.py).
-_COORDINATION = 0.9
-
 
 @dataclass(frozen=True)
 class CompiledQuery:
@@ -93,7 +90,7 @@ class QueryCompiler:
             narrowing, describing = split_group(node)
             clauses = [self._query(child, parts) for child in narrowing]
             if describing:
-                clauses.append(self._any_of(describing, parts, _COORDINATION))
+                clauses.append(self._any_of(describing, parts, COORDINATION))
             return clauses[0] if len(clauses) == 1 else query.And(clauses)
         return self._any_of(node.nodes, parts, None)
 
@@ -128,7 +125,7 @@ class QueryCompiler:
         words = list(dict.fromkeys(self._schema[fields[0]].process_text(node.text, mode="query")))
         if len(words) > 1 and parts == "phrase":
             return _or([self._terms(field, node.text) for field in fields])
-        scored = [WordInFields(word, {field: FIELD_BOOSTS[field] for field in fields}) for word in words]
+        scored = [WordInFields(word, {field: FIELD_WEIGHTS[field] for field in fields}) for word in words]
         if not scored:
             return query.NullQuery
         if len(scored) == 1:
@@ -143,7 +140,7 @@ class QueryCompiler:
     def _terms(self, field: str, text: str) -> Query:
         """One analysed word, or several as a phrase (`memory-efficient`, `"exact words"`)."""
         words = list(self._schema[field].process_text(text, mode="query"))
-        boost = FIELD_BOOSTS.get(field.removesuffix("_exact"), 1.0)
+        boost = FIELD_WEIGHTS.get(field.removesuffix("_exact"), 1.0)
         if not words:
             return query.NullQuery
         if len(words) == 1:
@@ -170,7 +167,7 @@ class QueryCompiler:
                     node.start,
                     QueryTooBroad,
                 )
-            boost = FIELD_BOOSTS.get(field.removesuffix("_exact"), 1.0)
+            boost = FIELD_WEIGHTS.get(field.removesuffix("_exact"), 1.0)
             expanded.extend(CheckedTerm(field, term, self._steps, boost=boost) for term in terms)
         return query.Or(expanded) if expanded else query.NullQuery
 
@@ -313,21 +310,14 @@ def idf(searcher: Searcher, fields: Iterator[str] | tuple[str, ...], text: bytes
     """Lucene's BM25 idf, from the word's document frequency in the field where it is commonest."""
     top = searcher.get_parent()  # statistics of the whole index, not of one segment
     frequency = max((top.doc_frequency(field, text) for field in fields), default=0)
-    papers = top.doc_count_all()
-    return log(1 + (papers - frequency + 0.5) / (frequency + 0.5))
-
-
-def field_b(field: str) -> float:
-    """BM25's b (length normalisation strength) of a field and of its unstemmed twin."""
-    return FIELD_B.get(field.removesuffix("_exact"), 0.75)
+    return bm25f.idf(top.doc_count_all(), frequency)
 
 
 def _length_norm(searcher: Searcher, field: str) -> Callable[[int], float]:
     """Document number → BM25's length normalisation of `field` (1 for a field of average length)."""
-    b = field_b(field)
-    average = searcher.get_parent().avg_field_length(field) or 1.0
+    average = searcher.get_parent().avg_field_length(field)
     length = searcher.reader().doc_field_length
-    return lambda docnum: 1 - b + b * length(docnum, field, 0) / average
+    return lambda docnum: bm25f.length_norm(length(docnum, field, 0), average, field)
 
 
 class LuceneBM25(scoring.WeightingModel):
@@ -364,8 +354,6 @@ WEIGHTING = LuceneBM25()
 # in which sub-scores are added (trees ordered by per-segment sizes), which moves the last
 # bits of a score. CoordinatedOr counts terms over every segment, and Weighted rounds the
 # final score far below what ranking can tell apart, so results do not depend on the layout.
-
-SCORE_SCALE = 1e9  # scores are rounded to 1e-9 (they are 0.1–100; reordered sums differ by ~1e-14)
 
 
 class CoordinatedOr(query.Or):
@@ -420,8 +408,7 @@ class _Coordination(matching.CoordMatcher):
 class _Rounded(matching.WrappingMatcher):
     """Scores rounded to 1/SCORE_SCALE, so sums added in another order tie as they should.
 
-    floor(x + 0.5) rather than round(): numpy computes the same operations bit for bit
-    (word_scores.py), and its round() is not Python's.
+    As bm25f.rounded, one score at a time.
     """
 
     def _replacement(self, newchild: Matcher) -> Matcher:
@@ -543,7 +530,7 @@ class _BM25FMatcher(Matcher):
         for m, weight, norm in self._postings:
             if m.id() == current:
                 frequency += weight * m.weight() / norm(current)
-        return self._scale * frequency * (K1 + 1) / (frequency + K1)
+        return float(bm25f.saturated(frequency, self._scale))
 
     def supports_block_quality(self) -> bool:
         return False

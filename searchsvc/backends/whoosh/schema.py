@@ -19,13 +19,8 @@ from whoosh.columns import NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.support.charset import accent_map
 
-from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS
+from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS
 
-# How much a match in each searched field (analysis.SEARCH_FIELDS) counts.
-FIELD_BOOSTS = {"title": 4.0, "abstract": 1.0}
-# BM25F (querying.WordInFields): a word's occurrences in title and abstract are weighed
-# (FIELD_BOOSTS), each normalised by its field's length (analysis.FIELD_B), summed, and
-# saturated once (analysis.K1); applied at query time.
 # The same text unstemmed, for exact phrases, wildcards and spelling suggestions.
 EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
 

@@ -5,7 +5,7 @@ clauses with the coordination bonus. Whoosh scores them one document at a time t
 tree of Python matchers, which for a pasted sentence means most of the collection
 (docs/performance.md, "Figures behind the code"). Here each word's postings are read as arrays (and kept per
 generation, bounded), and the same arithmetic as `_BM25FMatcher`, `_Coordination` and
-`_Rounded` runs over every matching paper at once. Any other query (phrases, wildcards,
+`_Rounded` (backends/bm25f.py) runs over every matching paper at once. Any other query (phrases, wildcards,
 NOT, fields) goes through Whoosh unchanged. The two paths are tested to give the same
 results (tests/unit/backends/whoosh/test_word_scores.py).
 """
@@ -26,17 +26,9 @@ from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 from whoosh.util.numeric import byte_to_length
 
+from searchsvc.backends import bm25f
 from searchsvc.backends.whoosh.facets import Mask
-from searchsvc.backends.whoosh.querying import (
-    SCORE_SCALE,
-    CompiledQuery,
-    CoordinatedOr,
-    Weighted,
-    WordInFields,
-    field_b,
-    idf,
-)
-from searchsvc.backends.analysis import K1
+from searchsvc.backends.whoosh.querying import CompiledQuery, CoordinatedOr, Weighted, WordInFields, idf
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -203,24 +195,17 @@ def score(words_plan: WordsPlan, postings: Postings, searcher: Searcher, check: 
             if not len(ids):
                 continue
             term_count += 1
-            b = field_b(field)
-            average = searcher.avg_field_length(field) or 1.0
-            norm = 1 - b + b * postings.lengths(field)[ids] / average
+            norm = bm25f.length_norm(postings.lengths(field)[ids], searcher.avg_field_length(field), field)
             frequency[ids] += weight * tf / norm
             hit[ids] = True
             matching[ids] += 1
         if not hit.any():
             continue
-        word_scale = word.boost * idf(searcher, tuple(word.fields), text)
-        f = frequency[hit]
-        total[hit] += word_scale * f * (K1 + 1) / (f + K1)
+        total[hit] += bm25f.saturated(frequency[hit], word.boost * idf(searcher, tuple(word.fields), text))
         matched |= hit
-    scale = words_plan.coordination
-    if scale is not None and term_count and term_count != scale:
-        total[matched] = (total[matched] + (matching[matched] - 1) / (term_count - scale) ** 2) * (
-            (term_count - 1) / term_count
-        )
-    scores = np.floor(total * SCORE_SCALE + 0.5) / SCORE_SCALE
+    if words_plan.coordination is not None:
+        total[matched] = bm25f.coordinated(total[matched], matching[matched], term_count, words_plan.coordination)
+    scores = bm25f.rounded(total)
     all_words = None if words_plan.required is None else matched & _docs(words_plan.required, postings)
     return Scored(matched, scores, all_words)
 

@@ -14,6 +14,7 @@ import org.apache.logging.log4j.Logger;
 import org.opensearch.analysis.common.CommonAnalysisPlugin;
 import org.opensearch.common.settings.Settings;
 import org.opensearch.env.Environment;
+import org.opensearch.index.mapper.MapperExtrasPlugin;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
 import org.opensearch.plugins.Plugin;
@@ -30,8 +31,12 @@ import org.opensearch.transport.Netty4Plugin;
  */
 public final class OpenSearchNodeMain {
 
-    /** Netty4Plugin gives the HTTP and transport layers; CommonAnalysisPlugin the stemmer and other filters. */
-    static final List<Class<? extends Plugin>> PLUGINS = List.of(Netty4Plugin.class, CommonAnalysisPlugin.class);
+    /**
+     * Netty4Plugin gives the HTTP and transport layers; CommonAnalysisPlugin the stemmer and other filters;
+     * MapperExtrasPlugin the token_count field. All three are modules of every OpenSearch distribution.
+     */
+    static final List<Class<? extends Plugin>> PLUGINS =
+            List.of(Netty4Plugin.class, CommonAnalysisPlugin.class, MapperExtrasPlugin.class);
 
     private OpenSearchNodeMain() {}
 

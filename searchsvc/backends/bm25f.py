@@ -1,0 +1,82 @@
+"""BM25F, the score of plain words on every engine: the arithmetic, written once.
+
+A word's occurrences in title and abstract are weighed (`FIELD_WEIGHTS`), each divided by its
+field's length normalisation, summed and saturated once (`analysis.K1`), and multiplied by
+Lucene's idf from the field where the word is commonest, so a word found in both fields does
+not count twice as a word in one. In a group of words, papers matching more of the query's
+(word, field) pairs get Whoosh's coordination bonus (`COORDINATION`). Field lengths are
+counted as Whoosh stores them (`stored_lengths`: one byte each), and scores are rounded to
+1/`SCORE_SCALE` so that sums added in another order tie as they should.
+
+Whoosh computes it over whole posting lists (whoosh/word_scores.py) or in its matchers
+(whoosh/querying.py); OpenSearch recomputes it for its best candidates from term vectors
+(opensearch/word_rescoring.py). Both call these functions, so plain words rank alike on both.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from math import log
+
+import numpy as np
+import numpy.typing as npt
+
+from searchsvc.backends.analysis import FIELD_B, K1
+
+Floats = npt.NDArray[np.float64]
+
+FIELD_WEIGHTS = {"title": 4.0, "abstract": 1.0}  # how much an occurrence in each searched field counts
+COORDINATION = 0.9  # the scale of the bonus for matching more of a group's words (Whoosh's CoordMatcher)
+SCORE_SCALE = 1e9  # scores are 0.1–100; sums added in another order differ by ~1e-14
+
+# The length each byte stands for: Whoosh's table (whoosh.util.numeric), from its formula.
+_BYTE_LENGTHS = [round((1.033**n - 1) * 27) for n in range(256)]
+_LENGTH_OF_BYTE = np.array(_BYTE_LENGTHS, dtype=np.float64)
+
+
+def idf(papers: int, frequency: int) -> float:
+    """Lucene's BM25 idf of a word in `frequency` of `papers` papers: words in most papers weigh
+    almost nothing (Whoosh's own idf adds 1 to every word, and common words then outvote rare ones)."""
+    return log(1 + (papers - frequency + 0.5) / (frequency + 0.5))
+
+
+def field_b(field: str) -> float:
+    """BM25's b (length normalisation strength) of a field and of its unstemmed twin."""
+    return FIELD_B.get(field.removesuffix("_exact"), 0.75)
+
+
+def stored_lengths(lengths: npt.ArrayLike) -> Floats:
+    """Field lengths as Whoosh keeps them: rounded up to the nearest length one byte can stand
+    for (exact to 10 words, within ~3% above)."""
+    counts = np.asarray(lengths, dtype=np.float64)
+    return _LENGTH_OF_BYTE[np.minimum(np.searchsorted(_BYTE_LENGTHS, counts, side="left"), 255)]
+
+
+def stored_length(length: int) -> float:
+    """One field length as Whoosh keeps it (`stored_lengths`)."""
+    return float(_LENGTH_OF_BYTE[min(bisect_left(_BYTE_LENGTHS, length), 255)])
+
+
+def length_norm(lengths: Floats, average: float, field: str) -> Floats:
+    """BM25's length normalisation of `field`: 1 for a field of average length."""
+    b = field_b(field)
+    return 1 - b + b * lengths / (average or 1.0)
+
+
+def saturated(frequency: Floats, scale: float) -> Floats:
+    """A word's score from its weighed, normalised frequency; `scale` is boost × idf."""
+    return scale * frequency * (K1 + 1) / (frequency + K1)
+
+
+def coordinated(total: Floats, matching: npt.NDArray[np.int64], term_count: int, scale: float) -> Floats:
+    """Scores with the coordination bonus (as Whoosh's CoordMatcher): `matching` counts each
+    paper's matched (word, field) pairs, `term_count` the query's pairs found in the index."""
+    if not term_count or term_count == scale:
+        return total
+    return (total + (matching - 1) / (term_count - scale) ** 2) * ((term_count - 1) / term_count)
+
+
+def rounded(scores: Floats) -> Floats:
+    """Scores rounded to 1/SCORE_SCALE. floor(x + 0.5), not round(): Python and numpy compute
+    it bit for bit alike (numpy's round() is not Python's)."""
+    return np.floor(scores * SCORE_SCALE + 0.5) / SCORE_SCALE

@@ -1,0 +1,155 @@
+"""Plain words on OpenSearch scored by BM25F (backends/bm25f.py), as the Whoosh backend scores them.
+
+The cluster blends per-field BM25 scores (`cross_fields`), which ranks differently from
+BM25F; with the best candidates then reordered by meaning, the two engines' results drifted
+apart by up to 0.02 nDCG@10 (docs/scaling.md). So for a query of plain words the cluster
+only finds candidates: the first `POOL` places of a tier in its own order are scored again
+here from their term vectors and the index's word statistics, with the Whoosh backend's
+arithmetic, and reordered. Places past the pool keep the cluster's order and score.
+
+A search costs two requests more: the query's words analysed by the index's own analyzer
+(term vectors of artificial documents), and the pool's term vectors; the word statistics
+(papers per word and field, total field lengths) ride on the search's first request as a
+global aggregation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from opensearchpy import OpenSearch
+
+from searchsvc.backends import bm25f
+from searchsvc.backends.opensearch.mapping import LENGTH, TEXT_FIELDS
+from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.core.query import Group, Node, Word, searched_fields
+
+POOL = 300  # a tier's first places rescored: Whoosh's best 100 are among the cluster's best 300
+_STATISTICS = "bm25f"  # the global aggregation holding the word statistics
+_NO_VECTOR_DETAIL = {"positions": False, "offsets": False, "payloads": False, "field_statistics": False}
+
+
+@dataclass(frozen=True)
+class ScoredWord:
+    """One analysed word and the fields it is searched in (a `WordInFields` on Whoosh)."""
+
+    term: str
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlainWords:
+    """A query of plain words as typed: each word's text and fields, and whether they are a
+    group (words side by side, which earn the coordination bonus)."""
+
+    typed: tuple[tuple[str, tuple[str, ...]], ...]
+    grouped: bool
+
+
+def plain_words(tree: Node | None) -> PlainWords | None:
+    """The query as plain words of title and abstract, or None if it is anything else
+    (phrases, wildcards, NOT, OR, author or subject clauses keep the cluster's scores)."""
+    nodes = tree.nodes if isinstance(tree, Group) else (tree,)
+    if not all(isinstance(node, Word) and node.field in (None, *TEXT_FIELDS) for node in nodes):
+        return None
+    typed = tuple((node.text, searched_fields(node.field)) for node in nodes if isinstance(node, Word))
+    return PlainWords(typed, grouped=isinstance(tree, Group))
+
+
+def analysed(words: PlainWords, client: OpenSearch, index: str) -> list[ScoredWord]:
+    """The words the query scores, in order: each typed word analysed by the index's ranked
+    analyzer into its stemmed parts (`memory-efficient` is two), a repeated part once per word."""
+    docs = [{"doc": {fields[0]: text}, "fields": [fields[0]], **_NO_VECTOR_DETAIL} for text, fields in words.typed]
+    answers = client.mtermvectors(index=index, body={"docs": docs})["docs"]
+    scored = []
+    for (_, fields), answer in zip(words.typed, answers, strict=True):
+        terms = answer.get("term_vectors", {}).get(fields[0], {}).get("terms", {})
+        scored.extend(ScoredWord(term, fields) for term in terms)  # the order only moves bits that are rounded off
+    return scored
+
+
+def statistics_aggs(words: list[ScoredWord]) -> Dsl:
+    """Papers per (word, field), the collection's size and its total field lengths, over every paper."""
+    checks = {f"{field}:{word.term}": {"term": {field: word.term}} for word in words for field in word.fields}
+    lengths = {field: {"sum": {"field": f"{field}.{LENGTH}"}} for field in TEXT_FIELDS}
+    return {_STATISTICS: {"global": {}, "aggs": {"papers": {"filters": {"filters": checks}}, **lengths}}}
+
+
+@dataclass(frozen=True)
+class WordStatistics:
+    papers: int
+    frequency: dict[tuple[str, str], int]  # (field, term) → papers holding it
+    average_length: dict[str, float]
+
+
+def statistics(aggregations: Dsl) -> WordStatistics | None:
+    """The statistics `statistics_aggs` asked for; None from an index built before mapping
+    version 3, which has no length subfields (it ranks by the cluster's scores until rebuilt)."""
+    found = aggregations[_STATISTICS]
+    papers = int(found["doc_count"])
+    if papers and not found[TEXT_FIELDS[0]]["value"]:
+        return None
+    frequency = {}
+    for key, bucket in found["papers"]["buckets"].items():
+        field, term = key.split(":", 1)
+        frequency[(field, term)] = int(bucket["doc_count"])
+    average = {field: float(found[field]["value"]) / (papers or 1) for field in TEXT_FIELDS}
+    return WordStatistics(papers, frequency, average)
+
+
+class WordRescorer:
+    """BM25F scores of hit documents for one query's words."""
+
+    def __init__(self, words: list[ScoredWord], grouped: bool, stats: WordStatistics, client: OpenSearch) -> None:
+        self._words = words
+        self._coordination = bm25f.COORDINATION if grouped and len(words) > 1 else None
+        self._stats = stats
+        self._client = client
+
+    def scores(self, docs: list[Dsl]) -> np.ndarray:
+        """Each document's BM25F score, from its term vectors (one request for all of them)."""
+        if not docs:
+            return np.empty(0)
+        body = {"docs": [{"_index": doc["_index"], "_id": doc["_id"]} for doc in docs]}
+        params = {
+            "fields": ",".join(TEXT_FIELDS),
+            **{key: str(value).lower() for key, value in _NO_VECTOR_DETAIL.items()},
+        }
+        answers = self._client.mtermvectors(body=body, params=params)["docs"]
+        counts = {field: [_terms(answer, field) for answer in answers] for field in TEXT_FIELDS}
+        return self._score(counts)
+
+    def _score(self, counts: dict[str, list[dict[str, int]]]) -> np.ndarray:
+        n = len(next(iter(counts.values())))
+        lengths = {field: bm25f.stored_lengths([sum(terms.values()) for terms in counts[field]]) for field in counts}
+        total = np.zeros(n)
+        matching = np.zeros(n, dtype=np.int64)
+        matched = np.zeros(n, dtype=bool)
+        term_count = 0
+        for word in self._words:
+            frequency = np.zeros(n)
+            hit = np.zeros(n, dtype=bool)
+            for field in word.fields:
+                if not self._stats.frequency.get((field, word.term)):
+                    continue
+                term_count += 1
+                tf = np.array([terms.get(word.term, 0) for terms in counts[field]], dtype=np.float64)
+                norm = bm25f.length_norm(lengths[field], self._stats.average_length[field], field)
+                frequency += bm25f.FIELD_WEIGHTS[field] * tf / norm
+                hit |= tf > 0
+                matching += tf > 0
+            if not hit.any():
+                continue
+            most = max(self._stats.frequency.get((field, word.term), 0) for field in word.fields)
+            total[hit] += bm25f.saturated(frequency[hit], bm25f.idf(self._stats.papers, most))
+            matched |= hit
+        if self._coordination is not None:
+            total[matched] = bm25f.coordinated(total[matched], matching[matched], term_count, self._coordination)
+        return bm25f.rounded(total)
+
+
+def _terms(answer: Dsl, field: str) -> dict[str, int]:
+    """A document's words in `field` with their counts."""
+    terms = answer.get("term_vectors", {}).get(field, {}).get("terms", {})
+    return {term: int(found["term_freq"]) for term, found in terms.items()}

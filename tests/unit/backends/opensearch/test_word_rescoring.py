@@ -1,0 +1,60 @@
+"""Which queries OpenSearch rescores by BM25F, and the statistics it reads from the cluster's answer.
+
+That the scores equal the Whoosh backend's is checked on the real cluster
+(tests/contract/test_both_backends_agree.py) and by `bench/relevance.py --opensearch`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from searchsvc.backends.opensearch.word_rescoring import ScoredWord, plain_words, statistics, statistics_aggs
+from searchsvc.core.query import parse
+
+
+@pytest.mark.parametrize(
+    ("q", "typed", "grouped"),
+    [
+        ("embedding", (("embedding", ("title", "abstract")),), False),
+        (
+            "memory-efficient tables",
+            (("memory-efficient", ("title", "abstract")), ("tables", ("title", "abstract"))),
+            True,
+        ),
+        ("title:graph neural", (("graph", ("title",)), ("neural", ("title", "abstract"))), True),
+    ],
+)
+def test_plain_words_are_rescored(q: str, typed: tuple, grouped: bool) -> None:
+    words = plain_words(parse(q))
+    assert words is not None
+    assert (words.typed, words.grouped) == (typed, grouped)
+
+
+@pytest.mark.parametrize(
+    "q", ['"embedding tables"', "embed*", "author:naumov training", "year:2020 memory", "a NOT b", "a OR b", "a AND b"]
+)
+def test_anything_but_plain_words_keeps_the_clusters_scores(q: str) -> None:
+    assert plain_words(parse(q)) is None
+
+
+def test_statistics_are_read_from_the_global_aggregation() -> None:
+    aggs = statistics_aggs([ScoredWord("embed", ("title", "abstract"))])
+    assert set(aggs["bm25f"]["aggs"]["papers"]["filters"]["filters"]) == {"title:embed", "abstract:embed"}
+    answer = {
+        "bm25f": {
+            "doc_count": 4,
+            "papers": {"buckets": {"title:embed": {"doc_count": 1}, "abstract:embed": {"doc_count": 3}}},
+            "title": {"value": 40.0},
+            "abstract": {"value": 400.0},
+        }
+    }
+    found = statistics(answer)
+    assert found is not None
+    assert found.papers == 4
+    assert found.frequency == {("title", "embed"): 1, ("abstract", "embed"): 3}
+    assert found.average_length == {"title": 10.0, "abstract": 100.0}
+
+
+def test_an_index_without_length_subfields_is_not_rescored() -> None:
+    answer = {"bm25f": {"doc_count": 4, "papers": {"buckets": {}}, "title": {"value": 0.0}, "abstract": {"value": 0.0}}}
+    assert statistics(answer) is None

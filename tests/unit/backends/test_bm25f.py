@@ -1,0 +1,34 @@
+"""BM25F's arithmetic, shared by both engines: lengths as Whoosh stores them, the bonus, the rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+from whoosh.util.numeric import byte_to_length, length_to_byte
+
+from searchsvc.backends import bm25f
+
+
+def test_stored_lengths_are_whooshs_one_byte_lengths() -> None:
+    lengths = np.arange(0, 120_000)
+    expected = np.array([byte_to_length(length_to_byte(int(n))) for n in lengths], dtype=np.float64)
+    assert np.array_equal(bm25f.stored_lengths(lengths), expected)
+    assert bm25f.stored_length(11) == 12.0 and bm25f.stored_length(10) == 10.0
+
+
+def test_the_coordination_bonus_rewards_matching_more_of_the_words() -> None:
+    total = np.array([2.0, 2.0])
+    bonus = bm25f.coordinated(total, np.array([1, 3]), term_count=4, scale=bm25f.COORDINATION)
+    assert bonus[1] > bonus[0]
+    # Whoosh's CoordMatcher: (score + (matching - 1) / (terms - scale)²) × (terms - 1) / terms
+    assert bonus[1] == (2.0 + 2 / (4 - 0.9) ** 2) * 3 / 4
+    assert bm25f.coordinated(total, np.array([1, 1]), term_count=0, scale=0.9) is total
+
+
+def test_idf_gives_words_in_most_papers_almost_nothing() -> None:
+    assert bm25f.idf(1000, 990) < 0.02 < 1 < bm25f.idf(1000, 3)
+
+
+def test_scores_are_rounded_so_sums_in_another_order_tie() -> None:
+    a, b = 0.1 + 0.2 + 0.3, 0.3 + 0.2 + 0.1
+    assert a != b
+    assert bm25f.rounded(np.array([a]))[0] == bm25f.rounded(np.array([b]))[0]
