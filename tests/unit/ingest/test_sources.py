@@ -20,9 +20,9 @@ def test_discover_sorts_and_filters(tmp_path: Path) -> None:
 
 
 def test_discover_rejects_unknown_and_missing(tmp_path: Path) -> None:
-    (tmp_path / "x.csv").write_text("x")
-    with pytest.raises(SourceFormatError, match=r"x\.csv:1: unsupported source format '\.csv'"):
-        discover([tmp_path / "x.csv"])
+    (tmp_path / "x.docx").write_text("x")
+    with pytest.raises(SourceFormatError, match=r"x\.docx:1: unsupported source format '\.docx': accepted are .*BibTeX"):
+        discover([tmp_path / "x.docx"])
     with pytest.raises(SearchsvcError, match=r"missing\.txt: no such file or folder"):
         discover([tmp_path / "missing.txt"])
 
