@@ -17,7 +17,7 @@ import bibtexparser
 from bibtexparser.library import Library
 from bibtexparser.middlewares import RemoveEnclosingMiddleware, ResolveStringReferencesMiddleware
 from bibtexparser.middlewares.names import InvalidNameError, parse_single_name_into_parts, split_multiple_persons_names
-from bibtexparser.model import Entry, ParsingFailedBlock, String
+from bibtexparser.model import Entry, Field, ParsingFailedBlock, String
 from pylatexenc.latex2text import LatexNodes2Text
 
 from searchsvc.core.errors import SourceFormatError
@@ -32,6 +32,7 @@ MAX_ENTRY_CHARS = MAX_LINE_BYTES
 # Our own export's note (core/export.py) carries the paper's id, so an export re-imports to the same papers.
 _OWN_ID = re.compile(r"searchsvc id: (\S+)")
 _LATEX_SPECIAL = re.compile(r"[\\{}$~]")
+_ESCAPED_IN_VERBATIM = re.compile(r"\\([_%&#$])")
 _NOT_ENTRIES = {"comment", "preamble"}
 _LATEX = LatexNodes2Text(math_mode="verbatim", strict_latex_spaces=True)
 # Commands our export writes for characters that LaTeX reads specially; pylatexenc drops or
@@ -116,8 +117,8 @@ def _paper(path: Path, line: int, entry: Entry, warn: Callable[[str], None]) -> 
         raise SourceFormatError(str(path), line, f"entry {preview(entry.key)}: {exc}") from None
     identifiers = _identifiers(fields, text)
     for name, kept in (("doi", identifiers.doi), ("url", identifiers.url)):
-        if text(name) and not kept:
-            warn(f"{where}: entry {preview(entry.key)}: {name} {preview(text(name))} is not valid; ignored")
+        if name in fields and str(fields[name].value).strip() and not kept:
+            warn(f"{where}: entry {preview(entry.key)}: {name} {preview(str(fields[name].value))} is not valid; ignored")
     return Paper(
         id=_own_id(text("note")) or paper_id_for_title(title),
         title=title,
@@ -130,11 +131,14 @@ def _paper(path: Path, line: int, entry: Entry, warn: Callable[[str], None]) -> 
     )
 
 
-def _identifiers(fields: dict[str, object], text: Callable[[str], str]) -> Identifiers:
-    eprint = text("eprint")
-    prefix = text("archiveprefix").lower()
-    arxiv = eprint if prefix in ("", "arxiv") else ""
-    return Identifiers.of(arxiv=arxiv, doi_text=text("doi"), url=text("url"))
+def _identifiers(fields: dict[str, Field], text: Callable[[str], str]) -> Identifiers:
+    def raw(name: str) -> str:
+        """`doi`, `url` and `eprint` are verbatim in BibTeX, not LaTeX; some tools escape a few characters anyway."""
+        field = fields.get(name)
+        return _ESCAPED_IN_VERBATIM.sub(r"\1", one_line(str(field.value))) if field is not None else ""
+
+    arxiv = raw("eprint") if text("archiveprefix").lower() in ("", "arxiv") else ""
+    return Identifiers.of(arxiv=arxiv, doi_text=raw("doi"), url=raw("url"))
 
 
 def _own_id(note: str) -> str:
