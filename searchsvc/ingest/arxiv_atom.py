@@ -109,9 +109,10 @@ def read_arxiv_atom(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
                 yield _paper(where, entry, warn)
                 found += 1
             target.done.clear()
+        last_line = parser.parser.CurrentLineNumber  # closing the parser drops its expat object
         _feed(where, parser, None)
     if found == 0:
-        raise SourceFormatError(where, parser.parser.CurrentLineNumber, "feed has no entries")
+        raise SourceFormatError(where, last_line, "feed has no entries")
 
 
 def _feed(where: str, parser: DefusedXMLParser, block: bytes | None) -> None:
