@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
 # New-style (2007 on: 0704.0001, 2001.01234) and old-style (hep-th/9901001, math.GT/0309136) ids.
@@ -55,6 +55,14 @@ def web_url(text: str) -> str:
     return value if parts.scheme.lower() in _LINK_SCHEMES and parts.hostname else ""
 
 
+class Link(NamedTuple):
+    """A link to the original: what a page shows (`label`), where it goes, and the identifier it stands for."""
+
+    label: str
+    href: str
+    identifier: str
+
+
 @dataclass(frozen=True, slots=True)
 class Identifiers:
     """What identifies a paper outside this service; each '' when no source gave it."""
@@ -70,9 +78,11 @@ class Identifiers:
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any] | None) -> Identifiers:
-        """Identifiers as `stored()` kept them (absent before engines stored them: none)."""
-        stored = stored or {}
-        return cls(**{f.name: str(stored.get(f.name) or "") for f in fields(cls)})
+        """Identifiers as `stored()` kept them (absent before engines stored them: none), checked again:
+        what an index holds on disk is not trusted to be a safe link."""
+        stored = stored if isinstance(stored, Mapping) else {}
+        values = {f.name: stored.get(f.name) for f in fields(cls)}
+        return cls.of(*(value if isinstance(value, str) else "" for value in values.values()))
 
     def stored(self) -> dict[str, str]:
         """The known identifiers only, as engines store them."""
@@ -87,13 +97,13 @@ class Identifiers:
         """Keys under which two records are the same paper (the URL is not one: mirrors differ)."""
         return [key for key in (f"arxiv:{self.arxiv}" if self.arxiv else "", f"doi:{self.doi}" if self.doi else "") if key]
 
-    def links(self) -> list[tuple[str, str]]:
-        """(label, address) of each link to the original: arXiv, DOI, then the source's own page."""
+    def links(self) -> list[Link]:
+        """Each link to the original: arXiv, DOI, then the source's own page."""
         found = []
         if self.arxiv:
-            found.append(("arXiv", f"https://arxiv.org/abs/{self.arxiv}"))
+            found.append(Link("arXiv", f"https://arxiv.org/abs/{self.arxiv}", self.arxiv))
         if self.doi:
-            found.append(("DOI", "https://doi.org/" + quote(self.doi, safe=_DOI_PATH_SAFE)))
+            found.append(Link("DOI", "https://doi.org/" + quote(self.doi, safe=_DOI_PATH_SAFE), self.doi))
         if self.url:
-            found.append(("Source", self.url))
+            found.append(Link("Source", self.url, self.url))
         return found

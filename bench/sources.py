@@ -1,0 +1,131 @@
+"""`python -m bench sources`: the source readers at scale, against the JSON lines reader (issue #17).
+
+Writes the same N papers (the ACL records, extended with labelled synthetic ones by `corpus.py`)
+as our JSON lines, a BibTeX file (our export, names and accents in LaTeX as reference managers
+write them) and an arXiv OAI snapshot, then times each in a fresh process in two passes:
+`read` streams the records and drops them (what the reader itself costs, and whether its memory
+grows with the file) and `read+merge` is the rebuild's reading phase (every paper held once, so
+its memory grows with the papers, whatever the format). Indexing after that is the same for
+every format. With `--bibtex-parsers` it also parses the BibTeX file whole with bibtexparser 2
+and with pybtex (installed with `pip install --target DIR pybtex`, given as `--pybtex-path DIR`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import corpus
+from bench.measure import machine, run_measured
+
+_PASS = """
+import sys, time
+from pathlib import Path
+from searchsvc.ingest.sources import read_records
+from searchsvc.ingest.merging import merge_records
+path, mode = Path(sys.argv[1]), sys.argv[2]
+started = time.perf_counter()
+if mode == "read":
+    count = sum(1 for _ in read_records([path], lambda m: None))
+else:
+    count = merge_records(read_records([path], lambda m: None), lambda m: None).records
+print(count, time.perf_counter() - started)
+"""
+
+_WHOLE_BIBTEXPARSER = """
+import sys, time, bibtexparser
+from bibtexparser.middlewares import LatexDecodingMiddleware, SeparateCoAuthors, SplitNameParts, MergeNameParts
+started = time.perf_counter()
+library = bibtexparser.parse_file(sys.argv[1], append_middleware=[
+    LatexDecodingMiddleware(), SeparateCoAuthors(), SplitNameParts(), MergeNameParts("first")])
+print(len(library.entries), time.perf_counter() - started)
+"""
+
+_WHOLE_PYBTEX = """
+import codecs, sys, time
+import latexcodec
+from pybtex.database import parse_file
+started = time.perf_counter()
+data = parse_file(sys.argv[1], bib_format="bibtex")
+count = 0
+for entry in data.entries.values():  # LaTeX decoded with latexcodec, pybtex's own dependency
+    title = codecs.decode(entry.fields.get("title", ""), "ulatex")
+    names = [codecs.decode(" ".join(p.first_names + p.middle_names + p.prelast_names + p.last_names), "ulatex")
+             for p in entry.persons.get("author", [])]
+    count += 1
+print(count, time.perf_counter() - started)
+"""
+
+
+def write_sources(folder: Path, records: int) -> dict[str, Path]:
+    """Our JSON lines, a .bib and an OAI snapshot of the same `records` papers."""
+    from pylatexenc.latexencode import unicode_to_latex
+
+    from searchsvc.core.export import EXPORT_FORMATS
+    from searchsvc.ingest.jsonl import read_jsonl
+
+    ours = folder / "records.jsonl"
+    corpus.prepare(ours, records)
+    papers = list(read_jsonl(ours, lambda m: None))
+    for paper in papers:  # names as reference managers write them: {\"u}
+        paper.authors = [unicode_to_latex(name, non_ascii_only=True) for name in paper.authors]
+    bib = folder / "papers.bib"
+    with bib.open("w", encoding="utf-8") as sink:
+        sink.writelines(EXPORT_FORMATS["bibtex"].write(papers))
+    oai = folder / "arxiv-metadata-oai-snapshot.json"
+    with ours.open(encoding="utf-8") as source, oai.open("w", encoding="utf-8") as sink:
+        for n, line in enumerate(source):
+            record = json.loads(line)
+            names = record.get("authors") or []
+            sink.write(json.dumps({
+                "id": f"{2001 + n // 99999 % 20:04d}.{n % 99999 + 1:05d}", "submitter": names[0] if names else None,
+                "authors": ", ".join(names), "title": record["title"], "comments": None, "journal-ref": None,
+                "doi": None, "report-no": None, "categories": " ".join(record.get("categories") or []), "license": None,
+                "abstract": record.get("abstract") or "",
+                "versions": [{"version": "v1", "created": f"Mon, 2 Apr {record.get('year') or 2020} 19:18:42 GMT"}],
+                "update_date": f"{record.get('year') or 2020}-01-01",
+                "authors_parsed": [[name.split()[-1], " ".join(name.split()[:-1]), ""] for name in names],
+            }, ensure_ascii=False) + "\n")
+    return {"JSON lines": ours, "BibTeX": bib, "arXiv OAI snapshot": oai}
+
+
+def measure(script: str, path: Path, *args: str, pythonpath: str = "") -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (pythonpath, str(Path.cwd())) if p))
+    run = run_measured([sys.executable, "-c", script, str(path), *args], env=env)
+    count, seconds = run.stdout.split()
+    return {
+        "records": int(count), "seconds": round(float(seconds), 2), "records_per_s": round(int(count) / float(seconds)),
+        "peak_rss_mib": round(run.peak_rss / 2**20, 1), "file_mib": round(path.stat().st_size / 2**20, 1),
+    }
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench sources")
+    parser.add_argument("--records", type=int, nargs="+", default=[25_000, 100_000])
+    parser.add_argument("--bibtex-parsers", action="store_true")
+    parser.add_argument("--pybtex-path", default="")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/sources.json"))
+    options = parser.parse_args(argv)
+    results: list[dict[str, Any]] = []
+    for records in options.records:
+        with tempfile.TemporaryDirectory() as folder:
+            files = write_sources(Path(folder), records)
+            for name, path in files.items():
+                for mode in ("read", "read+merge"):
+                    row = {"format": name, "pass": mode, **measure(_PASS, path, mode)}
+                    results.append(row)
+                    print(json.dumps(row), flush=True)
+            if options.bibtex_parsers:
+                for name, script, extra in (
+                    ("bibtexparser 2, whole file", _WHOLE_BIBTEXPARSER, ""),
+                    ("pybtex, whole file", _WHOLE_PYBTEX, options.pybtex_path),
+                ):
+                    row = {"format": "BibTeX", "pass": name, **measure(script, files["BibTeX"], pythonpath=extra)}
+                    results.append(row)
+                    print(json.dumps(row), flush=True)
+    options.out.write_text(json.dumps({"machine": machine(), "load_average": os.getloadavg(), "results": results}, indent=1))
