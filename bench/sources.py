@@ -62,8 +62,8 @@ print(count, time.perf_counter() - started)
 """
 
 
-def write_sources(folder: Path, records: int) -> dict[str, Path]:
-    """Our JSON lines, a .bib and an OAI snapshot of the same `records` papers."""
+def write_sources(folder: Path, records: int, with_bibtex: bool = True) -> dict[str, Path]:
+    """Our JSON lines, a .bib (unless not `with_bibtex`) and an OAI snapshot of the same `records` papers."""
     from pylatexenc.latexencode import unicode_to_latex
 
     from searchsvc.core.export import EXPORT_FORMATS
@@ -71,12 +71,13 @@ def write_sources(folder: Path, records: int) -> dict[str, Path]:
 
     ours = folder / "records.jsonl"
     corpus.prepare(ours, records)
-    papers = list(read_jsonl(ours, lambda m: None))
-    for paper in papers:  # names as reference managers write them: {\"u}
-        paper.authors = [unicode_to_latex(name, non_ascii_only=True) for name in paper.authors]
     bib = folder / "papers.bib"
-    with bib.open("w", encoding="utf-8") as sink:
-        sink.writelines(EXPORT_FORMATS["bibtex"].write(papers))
+    if with_bibtex:
+        papers = list(read_jsonl(ours, lambda m: None))
+        for paper in papers:  # names as reference managers write them: {\"u}
+            paper.authors = [unicode_to_latex(name, non_ascii_only=True) for name in paper.authors]
+        with bib.open("w", encoding="utf-8") as sink:
+            sink.writelines(EXPORT_FORMATS["bibtex"].write(papers))
     oai = folder / "arxiv-metadata-oai-snapshot.json"
     with ours.open(encoding="utf-8") as source, oai.open("w", encoding="utf-8") as sink:
         for n, line in enumerate(source):
@@ -89,9 +90,9 @@ def write_sources(folder: Path, records: int) -> dict[str, Path]:
                 "abstract": record.get("abstract") or "",
                 "versions": [{"version": "v1", "created": f"Mon, 2 Apr {record.get('year') or 2020} 19:18:42 GMT"}],
                 "update_date": f"{record.get('year') or 2020}-01-01",
-                "authors_parsed": [[name.split()[-1], " ".join(name.split()[:-1]), ""] for name in names],
+                "authors_parsed": [[name.split()[-1], " ".join(name.split()[:-1]), ""] for name in names if name.split()],
             }, ensure_ascii=False) + "\n")
-    return {"JSON lines": ours, "BibTeX": bib, "arXiv OAI snapshot": oai}
+    return {"JSON lines": ours, **({"BibTeX": bib} if with_bibtex else {}), "arXiv OAI snapshot": oai}
 
 
 def measure(script: str, path: Path, *args: str, pythonpath: str = "") -> dict[str, Any]:
@@ -107,25 +108,32 @@ def measure(script: str, path: Path, *args: str, pythonpath: str = "") -> dict[s
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench sources")
     parser.add_argument("--records", type=int, nargs="+", default=[25_000, 100_000])
-    parser.add_argument("--bibtex-parsers", action="store_true")
+    parser.add_argument("--formats", nargs="+", default=["JSON lines", "BibTeX", "arXiv OAI snapshot"])
+    parser.add_argument("--bibtex-parsers", type=int, default=0, metavar="N", help="also compare whole-file parsers on N entries")
     parser.add_argument("--pybtex-path", default="")
     parser.add_argument("--out", type=Path, default=Path("bench/results/sources.json"))
     options = parser.parse_args(argv)
     results: list[dict[str, Any]] = []
     for records in options.records:
         with tempfile.TemporaryDirectory() as folder:
-            files = write_sources(Path(folder), records)
+            files = write_sources(Path(folder), records, "BibTeX" in options.formats)
             for name, path in files.items():
-                for mode in ("read", "read+merge"):
+                for mode in ("read", "read+merge") if name in options.formats else ():
                     row = {"format": name, "pass": mode, **measure(_PASS, path, mode)}
                     results.append(row)
                     print(json.dumps(row), flush=True)
-            if options.bibtex_parsers:
-                for name, script, extra in (
-                    ("bibtexparser 2, whole file", _WHOLE_BIBTEXPARSER, ""),
-                    ("pybtex, whole file", _WHOLE_PYBTEX, options.pybtex_path),
-                ):
-                    row = {"format": "BibTeX", "pass": name, **measure(script, files["BibTeX"], pythonpath=extra)}
-                    results.append(row)
-                    print(json.dumps(row), flush=True)
+    if options.bibtex_parsers:
+        with tempfile.TemporaryDirectory() as folder:
+            files = write_sources(Path(folder), options.bibtex_parsers)
+            for mode in ("read", "read+merge"):
+                row = {"format": "BibTeX", "pass": f"searchsvc reader, {mode}", **measure(_PASS, files["BibTeX"], mode)}
+                results.append(row)
+                print(json.dumps(row), flush=True)
+            for name, script, extra in (
+                ("bibtexparser 2, whole file", _WHOLE_BIBTEXPARSER, ""),
+                ("pybtex, whole file", _WHOLE_PYBTEX, options.pybtex_path),
+            ):
+                row = {"format": "BibTeX", "pass": name, **measure(script, files["BibTeX"], pythonpath=extra)}
+                results.append(row)
+                print(json.dumps(row), flush=True)
     options.out.write_text(json.dumps({"machine": machine(), "load_average": os.getloadavg(), "results": results}, indent=1))
