@@ -83,15 +83,32 @@ def write_sources(folder: Path, records: int, with_bibtex: bool = True) -> dict[
         for n, line in enumerate(source):
             record = json.loads(line)
             names = record.get("authors") or []
-            sink.write(json.dumps({
-                "id": f"{2001 + n // 99999 % 20:04d}.{n % 99999 + 1:05d}", "submitter": names[0] if names else None,
-                "authors": ", ".join(names), "title": record["title"], "comments": None, "journal-ref": None,
-                "doi": None, "report-no": None, "categories": " ".join(record.get("categories") or []), "license": None,
-                "abstract": record.get("abstract") or "",
-                "versions": [{"version": "v1", "created": f"Mon, 2 Apr {record.get('year') or 2020} 19:18:42 GMT"}],
-                "update_date": f"{record.get('year') or 2020}-01-01",
-                "authors_parsed": [[name.split()[-1], " ".join(name.split()[:-1]), ""] for name in names if name.split()],
-            }, ensure_ascii=False) + "\n")
+            sink.write(
+                json.dumps(
+                    {
+                        "id": f"{2001 + n // 99999 % 20:04d}.{n % 99999 + 1:05d}",
+                        "submitter": names[0] if names else None,
+                        "authors": ", ".join(names),
+                        "title": record["title"],
+                        "comments": None,
+                        "journal-ref": None,
+                        "doi": None,
+                        "report-no": None,
+                        "categories": " ".join(record.get("categories") or []),
+                        "license": None,
+                        "abstract": record.get("abstract") or "",
+                        "versions": [
+                            {"version": "v1", "created": f"Mon, 2 Apr {record.get('year') or 2020} 19:18:42 GMT"}
+                        ],
+                        "update_date": f"{record.get('year') or 2020}-01-01",
+                        "authors_parsed": [
+                            [name.split()[-1], " ".join(name.split()[:-1]), ""] for name in names if name.split()
+                        ],
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     return {"JSON lines": ours, **({"BibTeX": bib} if with_bibtex else {}), "arXiv OAI snapshot": oai}
 
 
@@ -100,8 +117,11 @@ def measure(script: str, path: Path, *args: str, pythonpath: str = "") -> dict[s
     run = run_measured([sys.executable, "-c", script, str(path), *args], env=env)
     count, seconds = run.stdout.split()
     return {
-        "records": int(count), "seconds": round(float(seconds), 2), "records_per_s": round(int(count) / float(seconds)),
-        "peak_rss_mib": round(run.peak_rss / 2**20, 1), "file_mib": round(path.stat().st_size / 2**20, 1),
+        "records": int(count),
+        "seconds": round(float(seconds), 2),
+        "records_per_s": round(int(count) / float(seconds)),
+        "peak_rss_mib": round(run.peak_rss / 2**20, 1),
+        "file_mib": round(path.stat().st_size / 2**20, 1),
     }
 
 
@@ -109,7 +129,9 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench sources")
     parser.add_argument("--records", type=int, nargs="+", default=[25_000, 100_000])
     parser.add_argument("--formats", nargs="+", default=["JSON lines", "BibTeX", "arXiv OAI snapshot"])
-    parser.add_argument("--bibtex-parsers", type=int, default=0, metavar="N", help="also compare whole-file parsers on N entries")
+    parser.add_argument(
+        "--bibtex-parsers", type=int, default=0, metavar="N", help="also compare whole-file parsers on N entries"
+    )
     parser.add_argument("--pybtex-path", default="")
     parser.add_argument("--out", type=Path, default=Path("bench/results/sources.json"))
     options = parser.parse_args(argv)
@@ -136,4 +158,6 @@ def main(argv: list[str]) -> None:
                 row = {"format": "BibTeX", "pass": name, **measure(script, files["BibTeX"], pythonpath=extra)}
                 results.append(row)
                 print(json.dumps(row), flush=True)
-    options.out.write_text(json.dumps({"machine": machine(), "load_average": os.getloadavg(), "results": results}, indent=1))
+    options.out.write_text(
+        json.dumps({"machine": machine(), "load_average": os.getloadavg(), "results": results}, indent=1)
+    )

@@ -95,7 +95,9 @@ class Identifiers:
 
     def merge_keys(self) -> list[str]:
         """Keys under which two records are the same paper (the URL is not one: mirrors differ)."""
-        return [key for key in (f"arxiv:{self.arxiv}" if self.arxiv else "", f"doi:{self.doi}" if self.doi else "") if key]
+        return [
+            key for key in (f"arxiv:{self.arxiv}" if self.arxiv else "", f"doi:{self.doi}" if self.doi else "") if key
+        ]
 
     def links(self) -> list[Link]:
         """Each link to the original: arXiv, DOI, then the source's own page."""

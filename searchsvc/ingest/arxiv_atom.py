@@ -28,7 +28,15 @@ ARXIV = "{http://arxiv.org/schemas/atom}"
 _BLOCK_BYTES = 1 << 16
 # The text of one entry (title, summary, names) is a few kilobytes; more is not a paper record.
 MAX_ENTRY_CHARS = MAX_LINE_BYTES
-_TEXT = {f"{ATOM}id", f"{ATOM}title", f"{ATOM}summary", f"{ATOM}published", f"{ATOM}updated", f"{ATOM}name", f"{ARXIV}doi"}
+_TEXT = {
+    f"{ATOM}id",
+    f"{ATOM}title",
+    f"{ATOM}summary",
+    f"{ATOM}published",
+    f"{ATOM}updated",
+    f"{ATOM}name",
+    f"{ARXIV}doi",
+}
 
 
 class _Entry:
@@ -104,7 +112,11 @@ def read_arxiv_atom(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
         for block in iter(lambda: stream.read(_BLOCK_BYTES), b""):
             _feed(where, parser, block)
             if target.root and target.root != f"{ATOM}feed":
-                raise SourceFormatError(where, 1, f"not an Atom feed: the document is <{_local(target.root)}>, expected <feed> in the Atom namespace")
+                raise SourceFormatError(
+                    where,
+                    1,
+                    f"not an Atom feed: the document is <{_local(target.root)}>, expected <feed> in the Atom namespace",
+                )
             for entry in target.done:
                 yield _paper(where, entry, warn)
                 found += 1
@@ -120,10 +132,14 @@ def _feed(where: str, parser: DefusedXMLParser, block: bytes | None) -> None:
     try:
         parser.feed(block) if block is not None else parser.close()
     except ParseError as exc:
-        raise SourceFormatError(where, exc.position[0], f"not well-formed XML: {ErrorString(exc.code)} (column {exc.position[1] + 1})") from None
+        raise SourceFormatError(
+            where, exc.position[0], f"not well-formed XML: {ErrorString(exc.code)} (column {exc.position[1] + 1})"
+        ) from None
     except DefusedXmlException as exc:
         raise SourceFormatError(
-            where, parser.parser.CurrentLineNumber or line, f"refused: the XML declares a DTD or entities ({type(exc).__name__}), which an Atom feed never needs"
+            where,
+            parser.parser.CurrentLineNumber or line,
+            f"refused: the XML declares a DTD or entities ({type(exc).__name__}), which an Atom feed never needs",
         ) from None
     except FieldProblem as exc:
         raise SourceFormatError(where, parser.parser.CurrentLineNumber, str(exc)) from None

@@ -68,6 +68,10 @@ def _authors(obj: dict[str, Any]) -> list[str]:
     parsed = obj.get("authors_parsed")
     if parsed is None:
         return distinct(_string(obj, "authors").replace(" and ", ", ").split(","))
-    if not isinstance(parsed, list) or not all(isinstance(p, list) and all(isinstance(s, str) for s in p) for p in parsed):
-        raise FieldProblem(f"'authors_parsed' must be a list of [last, first, suffix] lists, found {preview(str(parsed))}")
+    if not isinstance(parsed, list) or not all(
+        isinstance(p, list) and all(isinstance(s, str) for s in p) for p in parsed
+    ):
+        raise FieldProblem(
+            f"'authors_parsed' must be a list of [last, first, suffix] lists, found {preview(str(parsed))}"
+        )
     return distinct(first_last(*(p + ["", "", ""])[:3]) for p in parsed)

@@ -123,7 +123,9 @@ def _paper(path: Path, line: int, entry: Entry, warn: Callable[[str], None]) -> 
     identifiers = _identifiers(fields, text)
     for name, kept in (("doi", identifiers.doi), ("url", identifiers.url)):
         if name in fields and str(fields[name].value).strip() and not kept:
-            warn(f"{where}: entry {preview(entry.key)}: {name} {preview(str(fields[name].value))} is not valid; ignored")
+            warn(
+                f"{where}: entry {preview(entry.key)}: {name} {preview(str(fields[name].value))} is not valid; ignored"
+            )
     return Paper(
         id=_own_id(text("note")) or paper_id_for_title(title),
         title=title,
@@ -152,7 +154,7 @@ def _own_id(note: str) -> str:
 
 
 def _names(value: str) -> list[str]:
-    """"Last, First and First von Last" → ["First Last", "First von Last"], LaTeX decoded after splitting
+    """ "Last, First and First von Last" → ["First Last", "First von Last"], LaTeX decoded after splitting
     (so braces still protect a corporate name such as {Barnes and Noble})."""
     names = []
     for name in split_multiple_persons_names(value):

@@ -48,7 +48,7 @@ def first_last(last: str, first: str, suffix: str = "") -> str:
 
 
 def surname_first_to_first_last(name: str) -> str:
-    """"Naumov, Maxim" → "Maxim Naumov" (and "Last, Jr., First" → "First Last Jr."); other names unchanged."""
+    """ "Naumov, Maxim" → "Maxim Naumov" (and "Last, Jr., First" → "First Last Jr."); other names unchanged."""
     parts = [part.strip() for part in name.split(",")]
     if len(parts) == 2:
         return first_last(parts[0], parts[1])

@@ -64,7 +64,8 @@ def _abstract(index: Any) -> str:
             isinstance(p, int) and not isinstance(p, bool) and 0 <= p < MAX_ABSTRACT_WORDS for p in positions
         ):
             raise FieldProblem(
-                f"'abstract_inverted_index' positions of {preview(word)} must be integers from 0 to {MAX_ABSTRACT_WORDS - 1}"
+                f"'abstract_inverted_index' positions of {preview(word)} must be integers"
+                f" from 0 to {MAX_ABSTRACT_WORDS - 1}"
             )
         for position in positions:
             placed[position] = word

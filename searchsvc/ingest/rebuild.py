@@ -11,8 +11,8 @@ from typing import TypeVar
 
 from searchsvc.backends import Backend
 from searchsvc.core.errors import SearchsvcError
-from searchsvc.ingest.merging import merge_records
 from searchsvc.core.progress import ProgressFactory, no_progress
+from searchsvc.ingest.merging import merge_records
 from searchsvc.ingest.sources import SUFFIXES, discover, read_records
 
 T = TypeVar("T")
@@ -33,10 +33,13 @@ class RebuildReport:
 
     def summary(self) -> str:
         formats = ", ".join(f"{count} {name}" for name, count in sorted(self.by_format.items()))
-        title_only = f" ({self.without_abstract} without an abstract, found by title only)" if self.without_abstract else ""
+        title_only = (
+            f" ({self.without_abstract} without an abstract, found by title only)" if self.without_abstract else ""
+        )
         return (
             f"rebuilt index generation {self.generation} from {len(self.files)} file(s): "
-            f"{self.records} records read{f' ({formats})' if formats else ''}, {self.papers} papers indexed{title_only}, "
+            f"{self.records} records read{f' ({formats})' if formats else ''}, "
+            f"{self.papers} papers indexed{title_only}, "
             f"{self.merged} merged, {self.embedded} embedded, {len(self.warnings)} warning(s), {self.seconds:.1f} s"
         )
 

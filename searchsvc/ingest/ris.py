@@ -35,12 +35,16 @@ def read_ris(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
             if text.strip() and record is not None and tag:
                 record[tag][-1] += " " + text.strip()  # a value wrapped onto the next line
             elif text.strip():
-                raise SourceFormatError(where, number, f"expected a RIS tag line such as 'TY  - JOUR', found {preview(text)}")
+                raise SourceFormatError(
+                    where, number, f"expected a RIS tag line such as 'TY  - JOUR', found {preview(text)}"
+                )
             continue
         tag, value = match[1], (match[2] or "").strip()
         if tag == "TY":
             if record is not None:
-                raise SourceFormatError(where, number, f"record opened at line {start} has no 'ER  -' line before this one")
+                raise SourceFormatError(
+                    where, number, f"record opened at line {start} has no 'ER  -' line before this one"
+                )
             record, start = {}, number
         elif record is None:
             raise SourceFormatError(where, number, f"tag {tag} outside a record: expected 'TY  - ' first")

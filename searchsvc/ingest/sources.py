@@ -71,7 +71,7 @@ def _xml(path: Path) -> SourceFormat:
     if ATOM.strip("{}").encode() in head:
         return ATOM_FEED
     raise SourceFormatError(
-        str(path), 1, "XML that is not an Atom feed (xmlns=\"http://www.w3.org/2005/Atom\"): " + ACCEPTED
+        str(path), 1, 'XML that is not an Atom feed (xmlns="http://www.w3.org/2005/Atom"): ' + ACCEPTED
     )
 
 
@@ -90,7 +90,8 @@ _BY_SUFFIX: dict[str, Callable[[Path], SourceFormat]] = {
 SUFFIXES = tuple(_BY_SUFFIX)
 ACCEPTED = (
     "accepted are profile pages (.txt), JSON lines of records, arXiv OAI snapshot or OpenAlex works "
-    "(.jsonl, .json, .ndjson), arXiv Atom (.atom, .xml), BibTeX (.bib), RIS (.ris), CSV or TSV with a header (.csv, .tsv)"
+    "(.jsonl, .json, .ndjson), arXiv Atom (.atom, .xml), BibTeX (.bib), RIS (.ris), "
+    "CSV or TSV with a header (.csv, .tsv)"
 )
 
 

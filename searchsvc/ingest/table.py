@@ -31,7 +31,9 @@ def read_table(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
         header = [cell.strip().lower() for cell in next(rows, [])]
         if "title" not in header:
             raise SourceFormatError(
-                where, rows.line_num or 1, "the first row must name the columns, one of them 'title' (also: " + ", ".join(COLUMNS[1:]) + ")"
+                where,
+                rows.line_num or 1,
+                "the first row must name the columns, one of them 'title' (also: " + ", ".join(COLUMNS[1:]) + ")",
             )
         columns = {name: header.index(name) for name in COLUMNS if name in header}
         found = 0
@@ -39,7 +41,9 @@ def read_table(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) > len(header):
-                raise SourceFormatError(where, rows.line_num, f"row has {len(row)} cells, the header names {len(header)}")
+                raise SourceFormatError(
+                    where, rows.line_num, f"row has {len(row)} cells, the header names {len(header)}"
+                )
             cells = {name: one_line(row[i]) if i < len(row) else "" for name, i in columns.items()}
             try:
                 yield _paper(cells, SourceLocation(where, rows.line_num), warn)
@@ -47,7 +51,9 @@ def read_table(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
                 raise SourceFormatError(where, rows.line_num, str(exc)) from None
             found += 1
     except csv.Error as exc:
-        raise SourceFormatError(where, rows.line_num, f"not valid {'TSV' if path.suffix.lower() == '.tsv' else 'CSV'}: {exc}") from None
+        raise SourceFormatError(
+            where, rows.line_num, f"not valid {'TSV' if path.suffix.lower() == '.tsv' else 'CSV'}: {exc}"
+        ) from None
     if found == 0:
         raise SourceFormatError(where, rows.line_num or 1, "file has no rows after the header")
 

@@ -13,8 +13,8 @@ from marshmallow import Schema, ValidationError, fields, post_dump, post_load, v
 
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
-from searchsvc.core.suggestions import KINDS
 from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
+from searchsvc.core.suggestions import KINDS
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")

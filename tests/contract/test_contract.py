@@ -325,9 +325,11 @@ def test_identifiers_are_served_linked_and_exported(build: Build) -> None:
     assert "<script>alert" not in results and "javascript:" not in results
     assert 'href="https://example.org/?a=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in results
 
-    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(client.get("/api/export?format=csv&q=lattice").get_data(as_text=True)))}
+    csv_text = client.get("/api/export?format=csv&q=lattice").get_data(as_text=True)
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(csv_text))}
     assert (rows["a"]["doi"], rows["a"]["arxiv"], rows["a"]["url"]) == ("10.5555/abc", "1909.02107", "")
-    records = {r["id"]: r for r in map(json.loads, client.get("/api/export?format=jsonl&q=lattice").get_data(as_text=True).splitlines())}
+    jsonl_text = client.get("/api/export?format=jsonl&q=lattice").get_data(as_text=True)
+    records = {r["id"]: r for r in map(json.loads, jsonl_text.splitlines())}
     assert (records["a"]["arxiv"], records["c"]["url"]) == ("1909.02107", None)
     bibtex = client.get("/api/export?format=bibtex&q=lattice+one").get_data(as_text=True)
     assert "doi = {10.5555/abc}" in bibtex and "eprint = {1909.02107}" in bibtex and "archivePrefix = {arXiv}" in bibtex

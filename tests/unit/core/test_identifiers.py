@@ -63,13 +63,13 @@ def test_only_http_urls_are_links(text: str, kept: bool) -> None:
 
 
 def test_links_are_built_from_checked_values() -> None:
-    ids = Identifiers.of(arxiv="1909.02107v3", doi_text="10.1000/a<b>\"c", url="https://example.org/p")
+    ids = Identifiers.of(arxiv="1909.02107v3", doi_text='10.1000/a<b>"c', url="https://example.org/p")
     assert [(link.label, link.href) for link in ids.links()] == [
         ("arXiv", "https://arxiv.org/abs/1909.02107"),
         ("DOI", "https://doi.org/10.1000/a%3Cb%3E%22c"),
         ("Source", "https://example.org/p"),
     ]
-    assert [link.identifier for link in ids.links()] == ["1909.02107", "10.1000/a<b>\"c", "https://example.org/p"]
+    assert [link.identifier for link in ids.links()] == ["1909.02107", '10.1000/a<b>"c', "https://example.org/p"]
     assert Identifiers().links() == []
 
 

@@ -48,14 +48,21 @@ def test_billion_laughs_is_refused_at_once(write) -> None:
 
 @pytest.mark.reliability
 def test_external_entity_is_refused(write) -> None:
-    path = write("xxe.atom", '<?xml version="1.0"?>\n<!DOCTYPE f [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n' + FEED.format("<entry><title>&x;</title></entry>"))
+    path = write(
+        "xxe.atom",
+        '<?xml version="1.0"?>\n<!DOCTYPE f [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
+        + FEED.format("<entry><title>&x;</title></entry>"),
+    )
     with pytest.raises(SourceFormatError, match="refused"):
         list(read_arxiv_atom(path, lambda m: None))
 
 
 @pytest.mark.reliability
 def test_one_huge_entry_stops_at_the_entry_limit(write) -> None:
-    path = write("huge.atom", FEED.format("<entry><title>T</title><summary>" + "x" * (MAX_ENTRY_CHARS + 10) + "</summary></entry>"))
+    path = write(
+        "huge.atom",
+        FEED.format("<entry><title>T</title><summary>" + "x" * (MAX_ENTRY_CHARS + 10) + "</summary></entry>"),
+    )
     with pytest.raises(SourceFormatError, match=rf"^{path}:1: entry at line 1 is longer than"):
         list(read_arxiv_atom(path, lambda m: None))
 
@@ -64,12 +71,20 @@ def test_one_huge_entry_stops_at_the_entry_limit(write) -> None:
     "content, line, problem",
     [
         (FEED.format("<entry>\n<id>http://arxiv.org/abs/1</id></entry>"), 1, "entry has no title"),
-        (FEED.format("\n<entry><title>T</title><published>soon</published></entry>"), 2, "'published' must hold a year"),
+        (
+            FEED.format("\n<entry><title>T</title><published>soon</published></entry>"),
+            2,
+            "'published' must hold a year",
+        ),
         (FEED.format("<entry><title>T</entry>"), 1, "not well-formed XML: mismatched tag"),
         ("<rss><channel/></rss>", 1, "not an Atom feed: the document is <rss>"),
         (FEED.format(""), 1, "feed has no entries"),
         (b"\x89PNG\r\n\x1a\n\x00\x00binary", 1, "not well-formed XML"),
-        ('<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>T</title>\n', 2, "not well-formed XML: no element found"),
+        (
+            '<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>T</title>\n',
+            2,
+            "not well-formed XML: no element found",
+        ),
     ],
 )
 def test_malformed_feeds_name_their_line(write, content, line: int, problem: str) -> None:

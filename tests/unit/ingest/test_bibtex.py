@@ -37,16 +37,20 @@ def test_real_arxiv_export() -> None:
 def test_latex_names_macros_and_dates(write) -> None:
     path = write(
         "lab.bib",
-        "@string{ieee = \"IEEE\"}\n@preamble{\"\\newcommand{\\x}{y}\"}\n@comment{not a paper}\n"
-        "@article{k1,\n  title = {The {B}est \\\"{o}f \\emph{All} \\& 50\\% $x^2$},\n"
-        "  author = {M{\\\"u}ller, Hans and van der Berg, J. and {Barnes and Noble} and Hans M{\\\"u}ller},\n"
+        '@string{ieee = "IEEE"}\n@preamble{"\\newcommand{\\x}{y}"}\n@comment{not a paper}\n'
+        '@article{k1,\n  title = {The {B}est \\"{o}f \\emph{All} \\& 50\\% $x^2$},\n'
+        '  author = {M{\\"u}ller, Hans and van der Berg, J. and {Barnes and Noble} and Hans M{\\"u}ller},\n'
         "  journal = ieee, month = jan, date = {2019-05-01},\n"
         "  abstract = {Line one\n   line two.}, keywords = {deep learning; graphs, cs.LG}\n}\n",
     )
     (paper,) = read(path)
     assert paper.title == "The Best öf All & 50% $x^2$"
     assert paper.authors == ["Hans Müller", "J. van der Berg", "Barnes and Noble"]
-    assert (paper.year, paper.abstract, paper.subjects) == (2019, "Line one line two.", ["deep learning", "graphs", "cs.LG"])
+    assert (paper.year, paper.abstract, paper.subjects) == (
+        2019,
+        "Line one line two.",
+        ["deep learning", "graphs", "cs.LG"],
+    )
 
 
 def test_invalid_doi_and_url_are_dropped_with_a_warning(write) -> None:
@@ -54,7 +58,7 @@ def test_invalid_doi_and_url_are_dropped_with_a_warning(write) -> None:
     warnings: list[str] = []
     (paper,) = read(path, warnings)
     assert paper.identifiers == Identifiers()
-    assert len(warnings) == 2 and all(w.startswith(f"{path}:1: entry \"k\"") for w in warnings)
+    assert len(warnings) == 2 and all(w.startswith(f'{path}:1: entry "k"') for w in warnings)
 
 
 def test_eprint_of_another_archive_is_not_an_arxiv_id(write) -> None:
@@ -65,9 +69,15 @@ def test_eprint_of_another_archive_is_not_an_arxiv_id(write) -> None:
 def test_our_export_reimports_to_the_same_papers(tmp_path: Path) -> None:
     seeds = [p for path in sorted(SEEDS.glob("*.txt")) for p in read_profile(path, lambda m: None)]
     odd = Paper(
-        id="odd-1", title="Braces {x} and \\ back^slash ~ 100% & $5 #1 _a_", abstract="@misc{x, at line start}",
-        year=None, subjects=["cs.LG"], authors=["Ann and Bob, Ltd, Co, Inc"],
-        identifiers=Identifiers.of(arxiv="2101.11408v2", doi_text="10.1002/SPE.2984", url="https://example.org/a?b=1&c=2"),
+        id="odd-1",
+        title="Braces {x} and \\ back^slash ~ 100% & $5 #1 _a_",
+        abstract="@misc{x, at line start}",
+        year=None,
+        subjects=["cs.LG"],
+        authors=["Ann and Bob, Ltd, Co, Inc"],
+        identifiers=Identifiers.of(
+            arxiv="2101.11408v2", doi_text="10.1002/SPE.2984", url="https://example.org/a?b=1&c=2"
+        ),
     )
     originals = [*seeds, odd]
     path = tmp_path / "export.bib"
@@ -76,7 +86,12 @@ def test_our_export_reimports_to_the_same_papers(tmp_path: Path) -> None:
     assert len(back) == len(originals) > 30
     for before, after in zip(originals, back, strict=True):
         assert (after.id, after.title, after.abstract, after.year, after.authors, after.identifiers) == (
-            before.id, before.title, before.abstract, before.year, before.authors, before.identifiers
+            before.id,
+            before.title,
+            before.abstract,
+            before.year,
+            before.authors,
+            before.identifiers,
         )
         assert after.subjects == before.subjects
 
@@ -99,7 +114,9 @@ def test_malformed_entries_name_line_and_key(write, content: str, line: int, pro
 
 
 def test_unclosed_brace_stops_at_the_entry_limit(write) -> None:
-    path = write("open.bib", "@misc{k, title = {never closed,\n" + ("word " * 100 + "\n") * (MAX_ENTRY_CHARS // 500 + 10))
+    path = write(
+        "open.bib", "@misc{k, title = {never closed,\n" + ("word " * 100 + "\n") * (MAX_ENTRY_CHARS // 500 + 10)
+    )
     with pytest.raises(SourceFormatError, match=rf"^{path}:1: entry longer than .* brace left open"):
         read(path)
 
@@ -108,4 +125,3 @@ def test_binary_file_fails_with_its_line(write) -> None:
     path = write("bin.bib", b"@misc{k, title={T}}\n\xff\xfe\x00garbage")
     with pytest.raises(SourceFormatError, match=rf"^{path}:2: not UTF-8"):
         read(path)
-

@@ -24,7 +24,8 @@ def test_real_work() -> None:
 
 def test_topics_are_preferred_and_arxiv_locations_give_the_id(write) -> None:
     work = {
-        "display_name": "T", "topics": [{"display_name": "Recommender Systems"}],
+        "display_name": "T",
+        "topics": [{"display_name": "Recommender Systems"}],
         "locations": [{"landing_page_url": "https://arxiv.org/abs/1906.00091v2"}],
     }
     (paper,) = read_openalex(write("w.jsonl", json.dumps(work) + "\n"), lambda m: None)
@@ -36,12 +37,17 @@ def test_topics_are_preferred_and_arxiv_locations_give_the_id(write) -> None:
     [
         ({"publication_year": 2020}, "work has no display_name or title"),
         ({"title": "T", "publication_year": "2020"}, "'publication_year' must be an integer"),
-        ({"title": "T", "abstract_inverted_index": {"w": [MAX_ABSTRACT_WORDS]}}, "'abstract_inverted_index' positions of \"w\" must be integers"),
+        (
+            {"title": "T", "abstract_inverted_index": {"w": [MAX_ABSTRACT_WORDS]}},
+            "'abstract_inverted_index' positions of \"w\" must be integers",
+        ),
         ({"title": "T", "abstract_inverted_index": ["w"]}, "'abstract_inverted_index' must be an object"),
         ({"title": "T", "authorships": "Ada"}, "'authorships' must be a list"),
     ],
 )
 def test_malformed_works_name_their_line(write, work, problem: str) -> None:
-    path = write("bad.jsonl", json.dumps({"title": "Fine", "id": "https://openalex.org/W1"}) + "\n" + json.dumps(work) + "\n")
+    path = write(
+        "bad.jsonl", json.dumps({"title": "Fine", "id": "https://openalex.org/W1"}) + "\n" + json.dumps(work) + "\n"
+    )
     with pytest.raises(SourceFormatError, match=rf"^{path}:2: {problem}"):
         list(read_openalex(path, lambda m: None))

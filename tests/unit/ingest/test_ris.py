@@ -15,8 +15,12 @@ def test_real_zotero_export() -> None:
     assert first.title == "Calculation of prompt diphoton production cross sections at Tevatron and LHC energies"
     assert first.authors == ["C. Balázs", "E. L. Berger", "P. M. Nadolsky", "C. -P. Yuan"]
     assert (first.year, first.subjects) == (2007, ["High Energy Physics - Phenomenology"])
-    assert first.identifiers == Identifiers("0704.0001", "10.1103/physrevd.76.013009", "http://arxiv.org/abs/0704.0001v2")
-    assert second.abstract == "With disks and networks providing gigabytes per second ...."  # a value wrapped onto two lines
+    assert first.identifiers == Identifiers(
+        "0704.0001", "10.1103/physrevd.76.013009", "http://arxiv.org/abs/0704.0001v2"
+    )
+    assert (
+        second.abstract == "With disks and networks providing gigabytes per second ...."
+    )  # a value wrapped onto two lines
     assert str(second.sources[0]).endswith("zotero-export.ris:16")
 
 

@@ -14,7 +14,10 @@ def test_excel_saved_csv() -> None:
     warnings: list[str] = []
     first, second = read_table(SOURCE_SAMPLES / "spreadsheet.csv", warnings.append)
     assert (first.title, first.year, first.subjects, first.authors) == (
-        "Number Parsing at a Gigabyte per Second", 2021, ["cs.DS", "cs.MS"], ["Daniel Lemire"]
+        "Number Parsing at a Gigabyte per Second",
+        2021,
+        ["cs.DS", "cs.MS"],
+        ["Daniel Lemire"],
     )
     assert first.identifiers == Identifiers("", "10.1002/spe.2984", "https://arxiv.org/abs/2101.11408")
     assert second.authors == ["C. Balázs", "E. L. Berger", "P. M. Nadolsky", "C. -P. Yuan"] and second.abstract == ""
@@ -23,9 +26,12 @@ def test_excel_saved_csv() -> None:
 
 
 def test_tsv_with_ids_and_quoted_newlines(write) -> None:
-    path = write("t.tsv", "ID\tTitle\tAbstract\n2016.acl-1.1\tFirst\t\"two\nlines\"\n\nx-2\tSecond\t\n")
+    path = write("t.tsv", 'ID\tTitle\tAbstract\n2016.acl-1.1\tFirst\t"two\nlines"\n\nx-2\tSecond\t\n')
     papers = list(read_table(path, lambda m: None))
-    assert [(p.id, p.title, p.abstract) for p in papers] == [("2016.acl-1.1", "First", "two lines"), ("x-2", "Second", "")]
+    assert [(p.id, p.title, p.abstract) for p in papers] == [
+        ("2016.acl-1.1", "First", "two lines"),
+        ("x-2", "Second", ""),
+    ]
     assert [p.sources[0].line for p in papers] == [3, 5]
 
 
