@@ -3,7 +3,9 @@
 Parsing is bibtexparser 2's (docs/decisions.md, "BibTeX"); this module feeds it one entry at a
 time so memory stays flat however long the file is, keeps the `@string` macros defined so far,
 and maps fields: LaTeX to Unicode, names to "First Last", `keywords` and `primaryClass` to
-subjects, `doi`, `eprint` (arXiv) and `url` to identifiers.
+subjects, `doi`, `eprint` (arXiv) and `url` to identifiers. An entry in the plain shape that
+reference managers write (braced or quoted values and numbers, no macros) is read by a scanner
+of our own, five times faster; anything else, and every error, is bibtexparser's.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import bibtexparser
 from bibtexparser.library import Library
 from bibtexparser.middlewares import RemoveEnclosingMiddleware, ResolveStringReferencesMiddleware
-from bibtexparser.middlewares.names import InvalidNameError, parse_single_name_into_parts, split_multiple_persons_names
-from bibtexparser.model import Entry, Field, ParsingFailedBlock, String
+from bibtexparser.middlewares.names import InvalidNameError, parse_single_name_into_parts
+from bibtexparser.model import Entry, ParsingFailedBlock, String
 from pylatexenc.latex2text import LatexNodes2Text
 
 from searchsvc.core.errors import SourceFormatError
@@ -34,15 +37,46 @@ MAX_ENTRY_CHARS = MAX_LINE_BYTES
 _OWN_ID = re.compile(r"searchsvc id: (\S+)")
 _LATEX_SPECIAL = re.compile(r"[\\{}$~]")
 _ESCAPED_IN_VERBATIM = re.compile(r"\\([_%&#$])")
-# LaTeX accent commands on one letter, in the three ways files write them: {\"u}, \"{u}, \"u.
-_ACCENTS = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "=": "\u0304", ".": "\u0307"}
-_ACCENTED = re.compile(r"""\{?\\(["'`^~=.])\s*(?:\{([A-Za-z])\}|([A-Za-z]))\}?""")
-_ESCAPED_SPECIAL = re.compile(r"\\([&%#_$])")
+# LaTeX accent commands on one letter (or dotless \i, \j), in the ways files write them: {\"u}, \"{u}, \"u,
+# \v{r}, \v r, {\'\i}; a letter-named accent needs a space or brace after it (\vr is another command).
+_ACCENTS = {
+    **{'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "=": "\u0304", ".": "\u0307"},
+    **{"v": "\u030c", "c": "\u0327", "u": "\u0306", "k": "\u0328", "H": "\u030b", "r": "\u030a", "d": "\u0323"},
+}
+_ACCENTED = re.compile(
+    r"""\{?\\(?:(["'`^~=.])\s*|([vcukHrd])(?:\s+|(?=[{\\])))"""
+    r"""(?:\{(\\[ij]|[A-Za-z])\}|(\\[ij](?![A-Za-z])|[A-Za-z]))\}?"""
+)
+# Letters that are commands ({\l}, \ss{}, \o x): the spaces after a command word are LaTeX's, not text.
+_LETTERS = {
+    **{"i": "\u0131", "j": "\u0237", "l": "\u0142", "L": "\u0141", "o": "\u00f8", "O": "\u00d8", "ss": "\u00df"},
+    **{"ae": "\u00e6", "AE": "\u00c6", "oe": "\u0153", "OE": "\u0152", "aa": "\u00e5", "AA": "\u00c5"},
+    **{"dh": "\u00f0", "DH": "\u00d0", "dj": "\u0111", "DJ": "\u0110", "th": "\u00fe", "TH": "\u00de"},
+    **{"textquoteright": "\u2019", "textquoteleft": "\u2018"},
+}
+_LETTER = re.compile(r"\\(" + "|".join(sorted(_LETTERS, key=len, reverse=True)) + r")(?![A-Za-z])(?:\{\}|[ \t\n]*)")
+_ESCAPED_SPECIAL = re.compile(r"\\([&%#_$ ])")  # \& and the like, and a control space ("\ ")
+_MATH = re.compile(r"(?<!\\)\$")  # a $ that is not \$
 _NOT_ENTRIES = {"comment", "preamble"}
+# The plain entry shape the scanner reads (`_plain_entry`); anything else goes to bibtexparser.
+_PLAIN_HEAD = re.compile(r"\s*@[ \t]*([A-Za-z]\w*)[ \t]*\{[ \t]*([^\s,{}()\"#=%@]+)[ \t]*,")
+_PLAIN_BRACED = r"\{((?:[^{}]++|\{(?:[^{}]++|\{[^{}]*+\})*+\})*+)\}"
+_PLAIN_FIELD = re.compile(
+    r"\s*+([A-Za-z][\w\-:.+]*+)\s*+=\s*+(?:" + _PLAIN_BRACED + r'|"([^"]*+)"|(\d++))\s*+(?:,|(\}))'
+)
+_PLAIN_CLOSING = re.compile(r"\s*+\}")
+_AT_LINE_START = re.compile(r"\n[ \t]*@")
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _LATEX = LatexNodes2Text(math_mode="verbatim", strict_latex_spaces=True)
 # Commands our export writes for characters that LaTeX reads specially; pylatexenc drops or
 # replaces some of them, so they are swapped for private-use characters around the decoding.
-_LITERALS = {r"\textbraceleft{}": "{", r"\textbraceright{}": "}", r"\textasciicircum{}": "^", r"\textasciitilde{}": "~"}
+_LITERALS = {
+    r"\textbackslash{}": "\\",
+    r"\textbraceleft{}": "{",
+    r"\textbraceright{}": "}",
+    r"\textasciicircum{}": "^",
+    r"\textasciitilde{}": "~",
+}
 _PLACEHOLDERS = {command: chr(0xE000 + n) for n, command in enumerate(_LITERALS)}
 _RESTORE = str.maketrans({chr(0xE000 + n): char for n, char in enumerate(_LITERALS.values())})
 
@@ -52,13 +86,23 @@ _library_log.addHandler(logging.NullHandler())
 _library_log.propagate = False
 
 
+class _Entry(NamedTuple):
+    """An entry's key, its line within the text it was read from, and its fields (names lower case,
+    values without their enclosing braces or quotes)."""
+
+    key: str
+    line: int
+    fields: dict[str, str]
+
+
 def read_bibtex(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     """Yield one paper per entry (`@string`, `@comment` and `@preamble` are not papers)."""
     macros = Library()  # the @string blocks read so far: entries below may use them
     found = 0
     for first_line, text in _entry_texts(path):
-        for entry in _parse(path, first_line, text, macros):
-            yield _paper(path, first_line + entry.start_line, entry, warn)
+        plain = _plain_entry(text)
+        for entry in [plain] if plain is not None else _parse(path, first_line, text, macros):
+            yield _paper(path, first_line + entry.line, entry, warn)
             found += 1
     if found == 0:
         raise SourceFormatError(str(path), 1, "file has no BibTeX entries (such as @article{key, title = {...}})")
@@ -85,7 +129,36 @@ def _entry_texts(path: Path) -> Iterator[tuple[int, str]]:
         yield start, "\n".join(lines)
 
 
-def _parse(path: Path, first_line: int, text: str, macros: Library) -> list[Entry]:
+def _plain_entry(text: str) -> _Entry | None:
+    """The entry `text` holds when it is one entry of braced (two levels of braces inside at most),
+    quoted or numeric values, as bibtexparser with RemoveEnclosingMiddleware reads them; else None:
+    macros, `#`, parentheses, `@string` and the like, repeated fields, text after the entry and
+    every error are bibtexparser's."""
+    head = _PLAIN_HEAD.match(text)
+    if head is None or head[1].lower() in ("string", "comment", "preamble") or _AT_LINE_START.search(text, 1):
+        return None
+    fields: dict[str, str] = {}
+    at = head.end()
+    while field := _PLAIN_FIELD.match(text, at):
+        name, braced, quoted, number, after = field.groups()
+        value = braced if braced is not None else quoted if quoted is not None else number
+        if name.lower() in fields or (quoted is not None and quoted.endswith("{")):  # {"} is a quote inside
+            return None
+        fields[name.lower()] = value
+        at = field.end()
+        if after == "}":
+            break
+    else:
+        closing = _PLAIN_CLOSING.match(text, at)
+        if closing is None:
+            return None
+        at = closing.end()
+    if text[at:].strip():
+        return None
+    return _Entry(head[2], text.count("\n", 0, head.start(1)), fields)
+
+
+def _parse(path: Path, first_line: int, text: str, macros: Library) -> list[_Entry]:
     before = len(macros.blocks)
     bibtexparser.parse_string(
         text, parse_stack=[ResolveStringReferencesMiddleware(True), RemoveEnclosingMiddleware(True)], library=macros
@@ -97,7 +170,11 @@ def _parse(path: Path, first_line: int, text: str, macros: Library) -> list[Entr
             key = _key_in(block.raw)
             problem = str(block.error) or type(block.error).__name__
             raise SourceFormatError(str(path), first_line + block.start_line, f"entry {key}cannot be read: {problem}")
-    return [b for b in new if isinstance(b, Entry) and b.entry_type.lower() not in _NOT_ENTRIES]
+    return [
+        _Entry(b.key, b.start_line, {f.key.lower(): str(f.value) for f in b.fields})
+        for b in new
+        if isinstance(b, Entry) and b.entry_type.lower() not in _NOT_ENTRIES
+    ]
 
 
 def _key_in(raw: str) -> str:
@@ -105,13 +182,13 @@ def _key_in(raw: str) -> str:
     return f"{preview(match[1])} " if match else ""
 
 
-def _paper(path: Path, line: int, entry: Entry, warn: Callable[[str], None]) -> Paper:
+def _paper(path: Path, line: int, entry: _Entry, warn: Callable[[str], None]) -> Paper:
     where = f"{path}:{line}"
-    fields = {key.lower(): value for key, value in entry.fields_dict.items()}
+    fields = entry.fields
 
     def text(name: str) -> str:
-        field = fields.get(name)
-        return latex_to_text(str(field.value)) if field is not None else ""
+        value = fields.get(name)
+        return latex_to_text(value) if value is not None else ""
 
     title = text("title")
     if not title:
@@ -122,27 +199,25 @@ def _paper(path: Path, line: int, entry: Entry, warn: Callable[[str], None]) -> 
         raise SourceFormatError(str(path), line, f"entry {preview(entry.key)}: {exc}") from None
     identifiers = _identifiers(fields, text)
     for name, kept in (("doi", identifiers.doi), ("url", identifiers.url)):
-        if name in fields and str(fields[name].value).strip() and not kept:
-            warn(
-                f"{where}: entry {preview(entry.key)}: {name} {preview(str(fields[name].value))} is not valid; ignored"
-            )
+        if fields.get(name, "").strip() and not kept:
+            warn(f"{where}: entry {preview(entry.key)}: {name} {preview(fields[name])} is not valid; ignored")
     return Paper(
         id=_own_id(text("note")) or paper_id_for_title(title),
         title=title,
         abstract=text("abstract"),
         year=year,
         subjects=distinct([text("primaryclass"), *split_list(text("keywords"))]),
-        authors=_names(str(fields["author"].value)) if "author" in fields else [],
+        authors=_names(fields["author"]) if "author" in fields else [],
         sources=[SourceLocation(str(path), line)],
         identifiers=identifiers,
     )
 
 
-def _identifiers(fields: dict[str, Field], text: Callable[[str], str]) -> Identifiers:
+def _identifiers(fields: dict[str, str], text: Callable[[str], str]) -> Identifiers:
     def raw(name: str) -> str:
         """`doi`, `url` and `eprint` are verbatim in BibTeX, not LaTeX; some tools escape a few characters anyway."""
-        field = fields.get(name)
-        return _ESCAPED_IN_VERBATIM.sub(r"\1", one_line(str(field.value))) if field is not None else ""
+        value = fields.get(name)
+        return _ESCAPED_IN_VERBATIM.sub(r"\1", one_line(value)) if value is not None else ""
 
     arxiv = raw("eprint") if text("archiveprefix").lower() in ("", "arxiv") else ""
     return Identifiers.of(arxiv=arxiv, doi_text=raw("doi"), url=raw("url"))
@@ -157,33 +232,60 @@ def _names(value: str) -> list[str]:
     """ "Last, First and First von Last" → ["First Last", "First von Last"], LaTeX decoded after splitting
     (so braces still protect a corporate name such as {Barnes and Noble})."""
     names = []
-    for name in split_multiple_persons_names(value):
-        try:
-            merged = parse_single_name_into_parts(name, strict=False).merge_first_name_first
-        except InvalidNameError:
-            merged = name
-        names.append(latex_to_text(merged))
+    for name in _split_names(value):
+        # Without a comma a name is already "First von Last": parsing would only fold its spaces (and
+        # read the ~ of \~o as one).
+        if "," in name:
+            try:
+                name = parse_single_name_into_parts(name, strict=False).merge_first_name_first
+            except InvalidNameError:
+                pass
+        names.append(latex_to_text(name))
     return distinct(names)
+
+
+def _split_names(value: str) -> list[str]:
+    """The names of an author list: "and" between spaces, outside braces, separates two. (bibtexparser's
+    splitter drops an accent that starts the name after an "and": \\'Alvaro becomes Alvaro.)"""
+    value = value.strip(" \r\n\t")
+    names, start = [], 0
+    for separator in _AND.finditer(value):
+        if value.count("{", 0, separator.start()) == value.count("}", 0, separator.start()):
+            names.append(value[start : separator.start()])
+            start = separator.end()
+    return [*names, value[start:]] if value else []
 
 
 def latex_to_text(value: str) -> str:
     """LaTeX accents and commands as Unicode, braces dropped, on one line (`{\\"o}` → `ö`)."""
     if not _LATEX_SPECIAL.search(value) and "--" not in value:
         return one_line(value)
-    for command, placeholder in _PLACEHOLDERS.items():
-        value = value.replace(command, placeholder)
+    literals = "\\text" in value  # str.translate costs more than the rest of the decoding: only when needed
+    if literals:
+        for command, placeholder in _PLACEHOLDERS.items():
+            value = value.replace(command, placeholder)
     simple = _fast_latex(value)
     decoded = simple if simple is not None else _LATEX.latex_to_text(value)
-    return one_line(decoded.translate(_RESTORE))
+    return one_line(decoded.translate(_RESTORE) if literals else decoded)
 
 
 def _fast_latex(value: str) -> str | None:
     """`value` decoded when it holds only braces, escaped specials and accents on one letter (most
     fields of real files), else None for pylatexenc, which costs about a millisecond a field."""
-    value = _ACCENTED.sub(lambda m: unicodedata.normalize("NFC", (m[2] or m[3]) + _ACCENTS[m[1]]), value)
-    value = _ESCAPED_SPECIAL.sub(r"\1", value.replace("~", " "))
-    if "\\" in value or "$" in value:
+    if "$" in value and _MATH.search(value):
         return None
+    if "\\" in value:  # (each pattern costs a pass over the value: an abstract is a kilobyte)
+        value = _ACCENTED.sub(_accented, value)
+        value = _LETTER.sub(lambda m: _LETTERS[m[1]], value)
+        value = _ESCAPED_SPECIAL.sub(r"\1", value)
+        if "\\" in value:
+            return None
+    value = value.replace("~", " ")
     # Dashes as LaTeX sets them ("--" en, "---" em) before braces go, so "-{}-" stays two hyphens.
     value = value.replace("---", "\u2014").replace("--", "\u2013")
     return value.replace("{", "").replace("}", "")
+
+
+def _accented(match: re.Match[str]) -> str:
+    letter = (match[3] or match[4]).lstrip("\\")  # an accent on \i is on i: {\'\i} is í
+    return unicodedata.normalize("NFC", letter + _ACCENTS[match[1] or match[2]])

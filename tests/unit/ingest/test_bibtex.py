@@ -53,6 +53,42 @@ def test_latex_names_macros_and_dates(write) -> None:
     )
 
 
+def test_accents_and_letter_commands_at_the_start_of_a_name(write) -> None:
+    path = write(
+        "names.bib",
+        "@misc{k, title = {T},\n  author = {Arne K\\\"ohn and \\'Alvaro Torralba and {\\L}ukasz Grabowski and"
+        " \\L{}ukasz Kaiser and Ond\\v{r}ej Bojar and Jan Haji\\v c and Felipe S\\'anchez-Mart{\\'\\i}nez and"
+        " Tony O{\\textquoteright}Dowd and Pawe{\\l} K\\k{e}dzia and Hugo Gon\\c{c}alo and Alberto Sim\\~oes}}\n",
+    )
+    (paper,) = read(path)
+    assert paper.authors == [
+        "Arne Köhn",
+        "Álvaro Torralba",
+        "Łukasz Grabowski",
+        "Łukasz Kaiser",
+        "Ondřej Bojar",
+        "Jan Hajič",
+        "Felipe Sánchez-Martínez",
+        "Tony O’Dowd",
+        "Paweł Kędzia",
+        "Hugo Gonçalo",
+        "Alberto Simões",
+    ]
+
+
+def test_entries_the_scanner_leaves_to_bibtexparser_read_the_same(write) -> None:
+    """A macro, parentheses, quoted values, deep braces: the same paper as the plain entry."""
+    plain = read(write("plain.bib", "@misc{k, title = {The {{D}eep} Way}, author = {A B}, year = 2020}\n"))
+    others = read(
+        write(
+            "others.bib",
+            '@string{way = "The {{D}eep} Way"}\n@misc(k, title = way, author = "A B", year = {2020})\n'
+            "@misc{k, title = {The {{{D}}eep} Way}, author = {A B}, year = 2020}\n",
+        )
+    )
+    assert [(p.title, p.authors, p.year) for p in others] == [(plain[0].title, plain[0].authors, plain[0].year)] * 2
+
+
 def test_invalid_doi_and_url_are_dropped_with_a_warning(write) -> None:
     path = write("x.bib", "@misc{k, title={T}, doi={nonsense}, url={javascript:alert(1)}}\n")
     warnings: list[str] = []
