@@ -27,15 +27,14 @@ from pylatexenc.latex2text import LatexNodes2Text
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, distinct, one_line, preview, split_list, year_in
-from searchsvc.ingest.lines import MAX_LINE_BYTES, numbered_lines
+from searchsvc.ingest.fields import FieldProblem, one_line, preview, split_list, year_in
+from searchsvc.ingest.lines import MAX_LINE_BYTES, line_chunks
 
 # One entry of a real bibliography is a few kilobytes (a long abstract, hundreds of authors);
 # an entry this long is a brace left open, and reading on would hold the rest of the file.
 MAX_ENTRY_CHARS = MAX_LINE_BYTES
 # Our own export's note (core/export.py) carries the paper's id, so an export re-imports to the same papers.
 _OWN_ID = re.compile(r"searchsvc id: (\S+)")
-_LATEX_SPECIAL = re.compile(r"[\\{}$~]")
 _ESCAPED_IN_VERBATIM = re.compile(r"\\([_%&#$])")
 # LaTeX accent commands on one letter (or dotless \i, \j), in the ways files write them: {\"u}, \"{u}, \"u,
 # \v{r}, \v r, {\'\i}; a letter-named accent needs a space or brace after it (\vr is another command).
@@ -60,12 +59,9 @@ _MATH = re.compile(r"(?<!\\)\$")  # a $ that is not \$
 _NOT_ENTRIES = {"comment", "preamble"}
 # The plain entry shape the scanner reads (`_plain_entry`); anything else goes to bibtexparser.
 _PLAIN_HEAD = re.compile(r"\s*@[ \t]*([A-Za-z]\w*)[ \t]*\{[ \t]*([^\s,{}()\"#=%@]+)[ \t]*,")
-_PLAIN_BRACED = r"\{((?:[^{}]++|\{(?:[^{}]++|\{[^{}]*+\})*+\})*+)\}"
-_PLAIN_FIELD = re.compile(
-    r"\s*+([A-Za-z][\w\-:.+]*+)\s*+=\s*+(?:" + _PLAIN_BRACED + r'|"([^"]*+)"|(\d++))\s*+(?:,|(\}))'
-)
-_PLAIN_CLOSING = re.compile(r"\s*+\}")
-_AT_LINE_START = re.compile(r"\n[ \t]*@")
+_PLAIN_NAME = re.compile(r"\s*+([A-Za-z][\w\-:.+]*+)\s*+=\s*+")
+_PLAIN_NUMBER = re.compile(r"\d++")
+_PLAIN_AFTER = re.compile(r"\s*+([,}])")
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _LATEX = LatexNodes2Text(math_mode="verbatim", strict_latex_spaces=True)
 # Commands our export writes for characters that LaTeX reads specially; pylatexenc drops or
@@ -99,63 +95,101 @@ def read_bibtex(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     """Yield one paper per entry (`@string`, `@comment` and `@preamble` are not papers)."""
     macros = Library()  # the @string blocks read so far: entries below may use them
     found = 0
+    source = str(path)
     for first_line, text in _entry_texts(path):
         plain = _plain_entry(text)
         for entry in [plain] if plain is not None else _parse(path, first_line, text, macros):
-            yield _paper(path, first_line + entry.line, entry, warn)
+            yield _paper(source, first_line + entry.line, entry, warn)
             found += 1
     if found == 0:
         raise SourceFormatError(str(path), 1, "file has no BibTeX entries (such as @article{key, title = {...}})")
 
 
 def _entry_texts(path: Path) -> Iterator[tuple[int, str]]:
-    """(first line number, text) of each top-level `@` block: a new one starts where braces are balanced."""
-    lines: list[str] = []
-    start, depth, size = 1, 0, 0
-    for number, text in numbered_lines(path):
-        if depth <= 0 and text.lstrip().startswith("@") and lines:
-            yield start, "\n".join(lines)
-            lines, start, depth, size = [], number, 0, 0
-        if not lines:
-            start = number
-        lines.append(text)
-        depth += text.count("{") - text.count("}")
-        size += len(text)
-        if size > MAX_ENTRY_CHARS:
-            raise SourceFormatError(
-                str(path), start, f"entry longer than {MAX_ENTRY_CHARS:,} characters: is a brace left open?"
-            )
-    if lines:
-        yield start, "\n".join(lines)
+    """(first line number, text) of each top-level `@` block: one starts at a line that begins with `@`
+    where the braces since the last start are balanced (and at the top of the file)."""
+    pending, line = "", 1  # the text from the current block's start, and its line
+    for _, chunk in line_chunks(path):
+        pending += chunk
+        start, counted, depth = 0, 0, 0
+        for at in _lines_opening_blocks(pending):
+            depth += pending.count("{", counted, at) - pending.count("}", counted, at)
+            counted = at
+            if depth <= 0:
+                yield line, _limited(path, line, pending[start:at])
+                line += pending.count("\n", start, at)
+                start, depth = at, 0
+        pending = _limited(path, line, pending[start:])
+    if pending.strip():
+        yield line, pending
+
+
+def _lines_opening_blocks(text: str) -> Iterator[int]:
+    """Where each line of `text` but the first starts when it begins with `@` (after blanks), as a
+    block does. (@ is rare in text: finding it costs less than a pattern that looks at every line.)"""
+    at = text.find("@")
+    while at >= 0:
+        line = text.rfind("\n", 0, at) + 1
+        if line and (line == at or text[line:at].isspace()):
+            yield line
+        end = text.find("\n", at)  # the first @ of a line decides: each line is looked at once
+        at = text.find("@", end) if end >= 0 else -1
+
+
+def _limited(path: Path, line: int, text: str) -> str:
+    if len(text) > MAX_ENTRY_CHARS:
+        raise SourceFormatError(
+            str(path), line, f"entry longer than {MAX_ENTRY_CHARS:,} characters: is a brace left open?"
+        )
+    return text
 
 
 def _plain_entry(text: str) -> _Entry | None:
-    """The entry `text` holds when it is one entry of braced (two levels of braces inside at most),
-    quoted or numeric values, as bibtexparser with RemoveEnclosingMiddleware reads them; else None:
-    macros, `#`, parentheses, `@string` and the like, repeated fields, text after the entry and
-    every error are bibtexparser's."""
+    """The entry `text` holds when it is one entry of braced, quoted or numeric values, as bibtexparser
+    with RemoveEnclosingMiddleware reads them; else None: macros, `#`, parentheses, `@string` and the
+    like, repeated fields, text after the entry and every error are bibtexparser's."""
     head = _PLAIN_HEAD.match(text)
-    if head is None or head[1].lower() in ("string", "comment", "preamble") or _AT_LINE_START.search(text, 1):
+    if head is None or head[1].lower() in ("string", "comment", "preamble") or next(_lines_opening_blocks(text), 0):
         return None
     fields: dict[str, str] = {}
     at = head.end()
-    while field := _PLAIN_FIELD.match(text, at):
-        name, braced, quoted, number, after = field.groups()
-        value = braced if braced is not None else quoted if quoted is not None else number
-        if name.lower() in fields or (quoted is not None and quoted.endswith("{")):  # {"} is a quote inside
+    while name := _PLAIN_NAME.match(text, at):
+        value, at = _plain_value(text, name.end())
+        after = _PLAIN_AFTER.match(text, at)
+        key = name[1].lower()
+        if value is None or after is None or key in fields:
             return None
-        fields[name.lower()] = value
-        at = field.end()
-        if after == "}":
+        fields[key] = value
+        at = after.end()
+        if after[1] == "}":
             break
     else:
-        closing = _PLAIN_CLOSING.match(text, at)
-        if closing is None:
+        closing = _PLAIN_AFTER.match(text, at)
+        if closing is None or closing[1] != "}":
             return None
         at = closing.end()
     if text[at:].strip():
         return None
     return _Entry(head[2], text.count("\n", 0, head.start(1)), fields)
+
+
+def _plain_value(text: str, at: int) -> tuple[str | None, int]:
+    """(value, index after it) of the braced, quoted or numeric value at `at`, else (None, at).
+    (str.find and str.count, not a pattern: a pattern steps through a long abstract one character
+    at a time.)"""
+    if text.startswith("{", at):
+        close = at
+        while (close := text.find("}", close + 1)) >= 0:
+            if text.count("{", at + 1, close) == text.count("}", at + 1, close):
+                return text[at + 1 : close], close + 1
+        return None, at
+    if text.startswith('"', at):
+        close = text.find('"', at + 1)
+        if close < 0 or text[close - 1] == "{":  # {"} is a quote inside the value
+            return None, at
+        return text[at + 1 : close], close + 1
+    number = _PLAIN_NUMBER.match(text, at)
+    return (number[0], number.end()) if number else (None, at)
 
 
 def _parse(path: Path, first_line: int, text: str, macros: Library) -> list[_Entry]:
@@ -182,8 +216,7 @@ def _key_in(raw: str) -> str:
     return f"{preview(match[1])} " if match else ""
 
 
-def _paper(path: Path, line: int, entry: _Entry, warn: Callable[[str], None]) -> Paper:
-    where = f"{path}:{line}"
+def _paper(source: str, line: int, entry: _Entry, warn: Callable[[str], None]) -> Paper:
     fields = entry.fields
 
     def text(name: str) -> str:
@@ -192,23 +225,25 @@ def _paper(path: Path, line: int, entry: _Entry, warn: Callable[[str], None]) ->
 
     title = text("title")
     if not title:
-        raise SourceFormatError(str(path), line, f"entry {preview(entry.key)} has no title")
+        raise SourceFormatError(source, line, f"entry {preview(entry.key)} has no title")
     try:
         year = year_in(text("year") or text("date"))
     except FieldProblem as exc:
-        raise SourceFormatError(str(path), line, f"entry {preview(entry.key)}: {exc}") from None
+        raise SourceFormatError(source, line, f"entry {preview(entry.key)}: {exc}") from None
     identifiers = _identifiers(fields, text)
     for name, kept in (("doi", identifiers.doi), ("url", identifiers.url)):
-        if fields.get(name, "").strip() and not kept:
-            warn(f"{where}: entry {preview(entry.key)}: {name} {preview(fields[name])} is not valid; ignored")
+        if not kept and fields.get(name, "").strip():
+            warn(f"{source}:{line}: entry {preview(entry.key)}: {name} {preview(fields[name])} is not valid; ignored")
+    keywords = split_list(text("keywords"))
+    primary = text("primaryclass")
     return Paper(
         id=_own_id(text("note")) or paper_id_for_title(title),
         title=title,
         abstract=text("abstract"),
         year=year,
-        subjects=distinct([text("primaryclass"), *split_list(text("keywords"))]),
+        subjects=[primary, *(k for k in keywords if k != primary)] if primary else keywords,
         authors=_names(fields["author"]) if "author" in fields else [],
-        sources=[SourceLocation(str(path), line)],
+        sources=[SourceLocation(source, line)],
         identifiers=identifiers,
     )
 
@@ -231,6 +266,8 @@ def _own_id(note: str) -> str:
 def _names(value: str) -> list[str]:
     """ "Last, First and First von Last" → ["First Last", "First von Last"], LaTeX decoded after splitting
     (so braces still protect a corporate name such as {Barnes and Noble})."""
+    if "," not in value and _no_latex(value):  # names as most files give them: fold and split once
+        return list(dict.fromkeys(name for name in _AND.split(one_line(value)) if name))
     names = []
     for name in _split_names(value):
         # Without a comma a name is already "First von Last": parsing would only fold its spaces (and
@@ -241,7 +278,7 @@ def _names(value: str) -> list[str]:
             except InvalidNameError:
                 pass
         names.append(latex_to_text(name))
-    return distinct(names)
+    return list(dict.fromkeys(name for name in names if name))  # (each is on one line already)
 
 
 def _split_names(value: str) -> list[str]:
@@ -256,9 +293,23 @@ def _split_names(value: str) -> list[str]:
     return [*names, value[start:]] if value else []
 
 
+def _no_latex(value: str) -> bool:
+    """Whether `value` reads the same as LaTeX and as text (most fields are): no command, brace, math,
+    tie or dash. (Six scans with `in` cost less than one with a pattern: a pattern steps one
+    character at a time.)"""
+    return (
+        "\\" not in value
+        and "{" not in value
+        and "}" not in value
+        and "$" not in value
+        and "~" not in value
+        and "--" not in value
+    )
+
+
 def latex_to_text(value: str) -> str:
     """LaTeX accents and commands as Unicode, braces dropped, on one line (`{\\"o}` → `ö`)."""
-    if not _LATEX_SPECIAL.search(value) and "--" not in value:
+    if _no_latex(value):
         return one_line(value)
     literals = "\\text" in value  # str.translate costs more than the rest of the decoding: only when needed
     if literals:

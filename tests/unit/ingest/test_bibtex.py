@@ -161,3 +161,13 @@ def test_binary_file_fails_with_its_line(write) -> None:
     path = write("bin.bib", b"@misc{k, title={T}}\n\xff\xfe\x00garbage")
     with pytest.raises(SourceFormatError, match=rf"^{path}:2: not UTF-8"):
         read(path)
+
+
+def test_windows_line_endings_and_an_entry_over_chunks(write) -> None:
+    """CRLF files read as LF ones, and entries read across the reader's megabyte chunks keep their lines."""
+    entry = "@misc{{k{n},\r\n  title = {{Paper {n}}},\r\n  abstract = {{{text}}}\r\n}}\r\n\r\n"
+    path = write("windows.bib", "".join(entry.format(n=n, text="word " * 2000) for n in range(300)))
+    papers = read(path)
+    assert [p.title for p in papers] == [f"Paper {n}" for n in range(300)]
+    assert [p.sources[0].line for p in papers] == [1 + 5 * n for n in range(300)]
+    assert papers[-1].abstract == ("word " * 2000).strip()
