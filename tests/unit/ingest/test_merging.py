@@ -99,8 +99,14 @@ def test_profile_and_jsonl_records_of_one_paper_merge(write) -> None:
 
 def _record(line: int, paper_id: str, title: str, **ids: str) -> Paper:
     return Paper(
-        id=paper_id, title=title, abstract="", year=None, subjects=[], authors=[f"A{line}"],
-        sources=[SourceLocation("s.jsonl", line)], identifiers=Identifiers.of(**ids),
+        id=paper_id,
+        title=title,
+        abstract="",
+        year=None,
+        subjects=[],
+        authors=[f"A{line}"],
+        sources=[SourceLocation("s.jsonl", line)],
+        identifiers=Identifiers.of(**ids),
     )
 
 
@@ -135,8 +141,16 @@ def test_a_record_joins_papers_read_apart_whatever_the_order() -> None:
 
 
 def _copy(paper: Paper) -> Paper:
-    return Paper(paper.id, paper.title, paper.abstract, paper.year, list(paper.subjects), list(paper.authors),
-                 list(paper.sources), paper.identifiers)
+    return Paper(
+        paper.id,
+        paper.title,
+        paper.abstract,
+        paper.year,
+        list(paper.subjects),
+        list(paper.authors),
+        list(paper.sources),
+        paper.identifiers,
+    )
 
 
 def test_seeds_with_a_bib_an_atom_feed_and_a_csv_of_some_of_the_same_papers() -> None:

@@ -62,8 +62,11 @@ def test_content_decides_between_formats_sharing_an_extension(tmp_path: Path) ->
         (tmp_path / name).write_text(text, encoding="utf-8")
     found = {path.name: source_format(path).name for path in discover([tmp_path])}
     assert found == {
-        "broken.jsonl": "JSON lines", "feed.xml": "arXiv Atom", "oai.json": "arXiv OAI snapshot",
-        "ours.json": "JSON lines", "works.ndjson": "OpenAlex works",
+        "broken.jsonl": "JSON lines",
+        "feed.xml": "arXiv Atom",
+        "oai.json": "arXiv OAI snapshot",
+        "ours.json": "JSON lines",
+        "works.ndjson": "OpenAlex works",
     }
     with pytest.raises(SourceFormatError, match=r"broken\.jsonl:2: invalid JSON"):
         list(read_records([tmp_path / "broken.jsonl"], lambda m: None))
