@@ -11,6 +11,7 @@ from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.ingest.arxiv_atom import MAX_ENTRY_CHARS, read_arxiv_atom
 from tests.helpers.paths import SOURCE_SAMPLES
+from tests.helpers.records import BILLION_LAUGHS
 
 FEED = '<feed xmlns="http://www.w3.org/2005/Atom">{}</feed>'
 
@@ -27,13 +28,6 @@ def test_real_api_response() -> None:
     assert second.authors == ["David Prendergast", "M. Nolan", "J. C. Greer"]  # affiliations are not names
     assert second.subjects == ["cond-mat.str-el"]
     assert second.identifiers.arxiv == "cond-mat/0102536"
-
-
-BILLION_LAUGHS = (
-    '<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
-    + "".join(f' <!ENTITY lol{n} "{f"&lol{n - 1};" * 10 if n > 1 else "&lol;" * 10}">\n' for n in range(1, 10))
-    + ']>\n<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>&lol9;</title></entry></feed>\n'
-)
 
 
 @pytest.mark.reliability
