@@ -6,8 +6,11 @@ write them) and an arXiv OAI snapshot, then times each in a fresh process in two
 `read` streams the records and drops them (what the reader itself costs, and whether its memory
 grows with the file) and `read+merge` is the rebuild's reading phase (every paper held once, so
 its memory grows with the papers, whatever the format). Indexing after that is the same for
-every format. With `--bibtex-parsers` it also parses the BibTeX file whole with bibtexparser 2
-and with pybtex (installed with `pip install --target DIR pybtex`, given as `--pybtex-path DIR`).
+every format. With `--rebuild` it runs the whole `searchsvc rebuild` of each file instead (Whoosh,
+lexical ranking, a fresh index folder each), for its time and its peak memory with indexing.
+With `--bibtex-parsers` it also parses the BibTeX file whole with bibtexparser 2 and with pybtex
+(installed with `pip install --target DIR pybtex`, given as `--pybtex-path DIR`); with `--ris N`,
+it reads N records as RIS with our reader and with rispy (`--rispy-path DIR`, installed alike).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import corpus
-from bench.measure import machine, run_measured
+from bench.measure import clean_env, machine, run_measured
 
 _AUTHOR = re.compile(r"(?m)^  author = \{.*$")
 _QUIET = {"unknown_char_warning": False}  # letters without a LaTeX command (Vietnamese ạ) stay Unicode
@@ -64,6 +67,30 @@ for entry in data.entries.values():  # LaTeX decoded with latexcodec, pybtex's o
     count += 1
 print(count, time.perf_counter() - started)
 """
+
+_WHOLE_RISPY = """
+import sys, time, rispy
+started = time.perf_counter()
+with open(sys.argv[1], encoding="utf-8") as stream:
+    entries = rispy.load(stream)
+count = sum(1 for entry in entries if entry.get("title") or entry.get("primary_title"))
+print(count, time.perf_counter() - started)
+"""
+
+
+def write_ris(records: Path, target: Path) -> Path:
+    """Our JSON lines records as RIS, one tag a line, as library catalogues export them."""
+    with records.open(encoding="utf-8") as source, target.open("w", encoding="utf-8") as sink:
+        for line in source:
+            record = json.loads(line)
+            tags = [("TY", "JOUR"), ("TI", record["title"])]
+            tags += [("AU", ", ".join(reversed(name.rsplit(" ", 1)))) for name in record.get("authors") or []]
+            tags += [("PY", str(record["year"]))] if record.get("year") else []
+            tags += [("AB", " ".join(record["abstract"].split()))] if record.get("abstract") else []
+            tags += [("KW", subject) for subject in record.get("categories") or []]
+            tags += [("DO", record["doi"])] if record.get("doi") else []
+            sink.write("".join(f"{tag}  - {value}\n" for tag, value in tags) + "ER  - \n\n")
+    return target
 
 
 def write_sources(folder: Path, records: int, with_bibtex: bool = True) -> dict[str, Path]:
@@ -129,14 +156,35 @@ def measure(script: str, path: Path, *args: str, pythonpath: str = "") -> dict[s
     }
 
 
+def measure_rebuild(path: Path, index_dir: Path) -> dict[str, Any]:
+    """`searchsvc rebuild FILE` in a fresh index folder: wall time, records/s and the peak RSS of the process."""
+    env = clean_env(SEARCHSVC_SEMANTIC_RANKING="false", PYTHONPATH=str(Path.cwd()))
+    run = run_measured(
+        [sys.executable, "-m", "searchsvc", "rebuild", str(path), "--index-dir", str(index_dir)], env=env
+    )
+    records = int(run.stdout.split(" records read")[0].rsplit(": ", 1)[1])
+    return {
+        "records": records,
+        "seconds": round(run.seconds, 1),
+        "records_per_s": round(records / run.seconds),
+        "peak_rss_mib": round(run.peak_rss / 2**20, 1),
+        "file_mib": round(path.stat().st_size / 2**20, 1),
+        "summary": run.stdout.strip(),
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench sources")
-    parser.add_argument("--records", type=int, nargs="+", default=[25_000, 100_000])
+    parser.add_argument("--records", type=int, nargs="*", default=[25_000, 100_000], help="none: comparisons only")
     parser.add_argument("--formats", nargs="+", default=["JSON lines", "BibTeX", "arXiv OAI snapshot"])
     parser.add_argument(
         "--bibtex-parsers", type=int, default=0, metavar="N", help="also compare whole-file parsers on N entries"
     )
     parser.add_argument("--pybtex-path", default="")
+    parser.add_argument("--ris", type=int, default=0, metavar="N", help="also compare our RIS reader with rispy on N")
+    parser.add_argument("--rispy-path", default="")
+    parser.add_argument("--rebuild", action="store_true", help="time `searchsvc rebuild` of each file, not its reading")
     parser.add_argument("--out", type=Path, default=Path("bench/results/sources.json"))
     options = parser.parse_args(argv)
     results: list[dict[str, Any]] = []
@@ -144,8 +192,12 @@ def main(argv: list[str]) -> None:
         with tempfile.TemporaryDirectory() as folder:
             files = write_sources(Path(folder), records, "BibTeX" in options.formats)
             for name, path in files.items():
-                for mode in ("read", "read+merge") if name in options.formats else ():
+                for mode in ("read", "read+merge") if name in options.formats and not options.rebuild else ():
                     row = {"format": name, "pass": mode, **measure(_PASS, path, mode)}
+                    results.append(row)
+                    print(json.dumps(row), flush=True)
+                if name in options.formats and options.rebuild:
+                    row = {"format": name, "pass": "searchsvc rebuild", **measure_rebuild(path, Path(folder) / name)}
                     results.append(row)
                     print(json.dumps(row), flush=True)
     if options.bibtex_parsers:
@@ -160,6 +212,21 @@ def main(argv: list[str]) -> None:
                 ("pybtex, whole file", _WHOLE_PYBTEX, options.pybtex_path),
             ):
                 row = {"format": "BibTeX", "pass": name, **measure(script, files["BibTeX"], pythonpath=extra)}
+                results.append(row)
+                print(json.dumps(row), flush=True)
+    if options.ris:
+        with tempfile.TemporaryDirectory() as folder:
+            ours = Path(folder) / "records.jsonl"
+            corpus.prepare(ours, options.ris)
+            ris = write_ris(ours, Path(folder) / "records.ris")
+            for name, script, args, extra in (
+                ("searchsvc reader, read", _PASS, ("read",), ""),
+                ("searchsvc reader, read+merge", _PASS, ("read+merge",), ""),
+                ("rispy, whole file", _WHOLE_RISPY, (), options.rispy_path),
+                ("JSON lines, read", _PASS, ("read",), ""),
+            ):
+                path = ours if name.startswith("JSON") else ris
+                row = {"format": "RIS", "pass": name, **measure(script, path, *args, pythonpath=extra)}
                 results.append(row)
                 print(json.dumps(row), flush=True)
     options.out.write_text(

@@ -5,7 +5,8 @@ time so memory stays flat however long the file is, keeps the `@string` macros d
 and maps fields: LaTeX to Unicode, names to "First Last", `keywords` and `primaryClass` to
 subjects, `doi`, `eprint` (arXiv) and `url` to identifiers. An entry in the plain shape that
 reference managers write (braced or quoted values and numbers, no macros) is read by a scanner
-of our own, five times faster; anything else, and every error, is bibtexparser's.
+of our own, in a fraction of bibtexparser's time (docs/performance.md, "Source readers");
+anything else, and every error, is bibtexparser's.
 """
 
 from __future__ import annotations
