@@ -43,9 +43,11 @@ _ACCENTS = {
     **{'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "=": "\u0304", ".": "\u0307"},
     **{"v": "\u030c", "c": "\u0327", "u": "\u0306", "k": "\u0328", "H": "\u030b", "r": "\u030a", "d": "\u0323"},
 }
+# (The braces around {\"u} are left to go with all the others: a pattern that starts with a backslash
+# is searched for at C speed, one that may start with a brace is tried at every character.)
 _ACCENTED = re.compile(
-    r"""\{?\\(?:(["'`^~=.])\s*|([vcukHrd])(?:\s+|(?=[{\\])))"""
-    r"""(?:\{(\\[ij]|[A-Za-z])\}|(\\[ij](?![A-Za-z])|[A-Za-z]))\}?"""
+    r"""\\(?:(["'`^~=.])\s*|([vcukHrd])(?:\s+|(?=[{\\])))"""
+    r"""(?:\{(\\[ij]|[A-Za-z])\}|(\\[ij](?![A-Za-z])|[A-Za-z]))"""
 )
 # Letters that are commands ({\l}, \ss{}, \o x): the spaces after a command word are LaTeX's, not text.
 _LETTERS = {
@@ -333,8 +335,9 @@ def _fast_latex(value: str) -> str | None:
         if "\\" in value:
             return None
     value = value.replace("~", " ")
-    # Dashes as LaTeX sets them ("--" en, "---" em) before braces go, so "-{}-" stays two hyphens.
-    value = value.replace("---", "\u2014").replace("--", "\u2013")
+    # Dashes and quotes as LaTeX sets them ("--" en, "---" em, ``quoted'') before braces go, so "-{}-"
+    # stays two hyphens.
+    value = value.replace("---", "\u2014").replace("--", "\u2013").replace("``", "\u201c").replace("''", "\u201d")
     return value.replace("{", "").replace("}", "")
 
 
