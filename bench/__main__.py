@@ -1,10 +1,10 @@
-"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest [options]`: see bench/README.md."""
+"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest|sources [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import authors, build, embedding, query, related, scale, suggest, versus
+from bench import authors, build, embedding, query, related, scale, sources, suggest, versus
 
 COMMANDS = {
     "build": build.main,
@@ -15,6 +15,7 @@ COMMANDS = {
     "versus": versus.main,
     "authors": authors.main,
     "suggest": suggest.main,
+    "sources": sources.main,
 }
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -18,7 +19,8 @@ from searchsvc.core.paper import Paper
 from searchsvc.core.text import fold
 
 _LIST_SEPARATOR = "; "
-_CSV_HEADER = ("id", "title", "year", "subjects", "authors", "abstract")
+_CSV_HEADER = ("id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url")
+_IDENTIFIERS = ("doi", "arxiv", "url")  # the columns (CSV) and keys (JSON lines) of Paper.identifiers
 # OWASP CSV injection: a cell starting with one of these may be run as a formula by a spreadsheet.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -39,6 +41,8 @@ _BIBTEX_ESCAPES = str.maketrans(
     }
 )
 # Letters that Unicode decomposition does not reduce to ASCII (applied after case folding).
+# LaTeX reads "--" as an en dash and "---" as an em dash; "-{}-" keeps the hyphens as they were written.
+_DASH_LIGATURE = re.compile(r"-(?=-)")
 _ASCII_LETTERS = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i"})
 _TITLE_STOPWORDS = frozenset({"a", "an", "the", "on", "of", "for", "and", "in", "to", "with"})
 
@@ -64,6 +68,7 @@ def _write_jsonl(papers: Iterable[Paper]) -> Iterator[str]:
             "year": paper.year,
             "categories": paper.subjects,
             "authors": paper.authors,
+            **{name: getattr(paper.identifiers, name) or None for name in _IDENTIFIERS},
         }
         yield json.dumps(record, ensure_ascii=False) + "\n"
 
@@ -89,6 +94,7 @@ def _write_csv(papers: Iterable[Paper]) -> Iterator[str]:
                 _LIST_SEPARATOR.join(paper.subjects),
                 _LIST_SEPARATOR.join(paper.authors),
                 paper.abstract,
+                *(getattr(paper.identifiers, name) for name in _IDENTIFIERS),
             )
         )
 
@@ -125,6 +131,13 @@ def _entry(paper: Paper, key: str) -> str:
         fields.append(("abstract", _escape(paper.abstract)))
     if paper.subjects:
         fields.append(("keywords", _escape(", ".join(paper.subjects))))
+    ids = paper.identifiers
+    if ids.doi:
+        fields.append(("doi", _verbatim(ids.doi)))
+    if ids.arxiv:
+        fields.extend([("eprint", ids.arxiv), ("archivePrefix", "arXiv")])
+    if ids.url:
+        fields.append(("url", _verbatim(ids.url)))
     fields.append(("note", _escape(f"searchsvc id: {paper.id}")))
     body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
     return f"@misc{{{key},\n{body}\n}}\n"
@@ -136,7 +149,13 @@ def _escape(text: str) -> str:
     Folding is no loss (BibTeX reads any run of whitespace as one space) and keeps a line of the value from
     starting with "@", which BibTeX parsers take for the start of a new entry.
     """
-    return " ".join(text.split()).translate(_BIBTEX_ESCAPES)
+    return _DASH_LIGATURE.sub("-{}", " ".join(text.split()).translate(_BIBTEX_ESCAPES))
+
+
+def _verbatim(value: str) -> str:
+    """A DOI or URL as BibTeX tools read it: verbatim (`url`, `doi` are not LaTeX), so only the
+    characters that would unbalance the entry are percent-encoded."""
+    return value.replace("\\", "%5C").replace("{", "%7B").replace("}", "%7D")
 
 
 def _bibtex_name(name: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
 
 SORTS = ("relevance", "newest", "oldest")
@@ -67,6 +68,7 @@ class Hit:
     authors: list[str]
     score: float | None
     highlights: dict[str, str]
+    identifiers: Identifiers = field(default_factory=Identifiers)
 
     @classmethod
     def of(cls, paper: Paper, score: float | None, title: str, abstract: str) -> Hit:
@@ -80,6 +82,7 @@ class Hit:
             authors=paper.authors,
             score=score,
             highlights={"title": title, "abstract": abstract},
+            identifiers=paper.identifiers,
         )
 
 

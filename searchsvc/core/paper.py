@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.text import normalise_title
 
 _NON_SLUG = re.compile(r"[^0-9a-z]+")
@@ -41,6 +42,7 @@ class Paper:
     subjects: list[str] = field(default_factory=list)
     authors: list[str] = field(default_factory=list)
     sources: list[SourceLocation] = field(default_factory=list)
+    identifiers: Identifiers = field(default_factory=Identifiers)
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> Paper:
@@ -52,6 +54,7 @@ class Paper:
             year=stored.get("year"),
             subjects=list(stored.get("subjects") or []),
             authors=list(stored.get("authors") or []),
+            identifiers=Identifiers.from_stored(stored.get("identifiers")),
         )
 
     def stored(self) -> dict[str, Any]:
@@ -63,6 +66,7 @@ class Paper:
             "year": self.year,
             "subjects": self.subjects,
             "authors": self.authors,
+            "identifiers": self.identifiers.stored(),
         }
 
 

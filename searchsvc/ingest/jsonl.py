@@ -1,7 +1,8 @@
 """Reader for JSON-lines record files, the format of `shared/data/*/corpus.jsonl`.
 
 One object a line: `id`, `title`, `abstract`, `year`, `categories` (the subjects) and
-`authors`. Other fields are ignored; blank lines are skipped.
+`authors`, and optionally `doi`, `arxiv` and `url` (as our export writes them). Other fields
+are ignored; blank lines are skipped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
 from searchsvc.ingest.lines import numbered_lines
 
@@ -32,7 +34,7 @@ def read_jsonl(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
         if not text.strip():
             continue
         try:
-            yield _paper(json.loads(text), SourceLocation(where, number))
+            yield _paper(json.loads(text), SourceLocation(where, number), warn)
         except json.JSONDecodeError as exc:
             raise SourceFormatError(where, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
         except _Invalid as exc:
@@ -42,7 +44,7 @@ def read_jsonl(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
         raise SourceFormatError(where, last, "file has no records")
 
 
-def _paper(obj: Any, where: SourceLocation) -> Paper:
+def _paper(obj: Any, where: SourceLocation, warn: Callable[[str], None]) -> Paper:
     if not isinstance(obj, dict):
         raise _Invalid(f"expected a JSON object, found {type(obj).__name__}")
     title = _text(obj, "title")
@@ -54,6 +56,11 @@ def _paper(obj: Any, where: SourceLocation) -> Paper:
     paper_id = str(given_id).strip() if given_id is not None else ""
     if paper_id and (problem := id_problem(paper_id)):
         raise _Invalid(f"'id' {_preview(paper_id)} {problem}")
+    given = {name: _text(obj, name) for name in ("arxiv", "doi", "url")}
+    identifiers = Identifiers.of(arxiv=given["arxiv"], doi_text=given["doi"], url=given["url"])
+    for name, value in given.items():
+        if value and not getattr(identifiers, name):
+            warn(f"{where}: {name!r} {_preview(value)} is not valid; ignored")
     return Paper(
         id=paper_id or paper_id_for_title(title),
         title=title,
@@ -62,6 +69,7 @@ def _paper(obj: Any, where: SourceLocation) -> Paper:
         subjects=_names(obj, "categories"),
         authors=_names(obj, "authors"),
         sources=[where],
+        identifiers=identifiers,
     )
 
 

@@ -1,4 +1,10 @@
-"""Records → papers: the same paper listed in several sources becomes one."""
+"""Records → papers: the same paper listed in several sources becomes one.
+
+Two records are the same paper when they share a DOI, an arXiv id (any version) or a paper id
+(which, for a record without an id of its own, is derived from its normalised title). A record
+can join papers read apart (a DOI from one, an arXiv id from another): they become one, so the
+papers do not depend on the order the records arrive in.
+"""
 
 from __future__ import annotations
 
@@ -22,24 +28,58 @@ class Collection:
         return self.records - len(self.papers)
 
 
+class _Group:
+    """One paper being merged, the keys it answers to, and every id its records carried."""
+
+    __slots__ = ("order", "paper", "keys", "ids")
+
+    def __init__(self, order: int, paper: Paper) -> None:
+        self.order = order  # the first paper read keeps its title, year and abstract
+        self.paper = paper
+        self.keys = _keys(paper)
+        self.ids = {paper.id}
+
+
 def merge_records(records: Iterable[Paper], warn: Callable[[str], None]) -> Collection:
-    """Merge records that share an id; each paper is held once, whatever the input size."""
-    papers: dict[str, Paper] = {}
+    """Merge records that share an identifier; each paper is held once, whatever the input size."""
+    by_key: dict[str, _Group] = {}
+    groups: dict[int, _Group] = {}  # by id() of the group: the live ones, in first-read order
     count = 0
     for record in records:
         count += 1
-        existing = papers.get(record.id)
-        if existing is None:
-            papers[record.id] = record
+        keys = _keys(record)
+        matches = list({id(g): g for g in (by_key.get(key) for key in keys) if g is not None}.values())
+        if not matches:
+            group = _Group(count, record)
+            groups[id(group)] = group
         else:
-            _merge_into(existing, record, warn)
+            group, *others = sorted(matches, key=lambda g: g.order)
+            for other in others:
+                _merge_into(group.paper, other.paper, warn)
+                group.keys.extend(k for k in other.keys if k not in group.keys)
+                group.ids |= other.ids
+                del groups[id(other)]
+            _merge_into(group.paper, record, warn)
+            group.keys.extend(k for k in keys if k not in group.keys)
+            group.ids.add(record.id)
+        for key in group.keys:
+            by_key[key] = group
+    papers: dict[str, Paper] = {}
+    for group in groups.values():
+        # The smallest id of all the paper's records: the same whatever order they were read in.
+        group.paper.id = min(group.ids)
+        papers[group.paper.id] = group.paper
     return Collection(papers, count)
+
+
+def _keys(paper: Paper) -> list[str]:
+    return [f"id:{paper.id}", *paper.identifiers.merge_keys()]
 
 
 def _merge_into(paper: Paper, other: Paper, warn: Callable[[str], None]) -> None:
     """Union the lists; keep the first value of each scalar and fill in what it lacks."""
     first, later = paper.sources[0], other.sources[0]
-    if normalise_title(paper.title) != normalise_title(other.title):
+    if normalise_title(paper.title) != normalise_title(other.title) and paper.id == other.id:
         warn(f"{later}: id {paper.id!r} is also used by {first} for another title; keeping {first}'s")
     if paper.year is None:
         paper.year = other.year
@@ -50,3 +90,4 @@ def _merge_into(paper: Paper, other: Paper, warn: Callable[[str], None]) -> None
     paper.subjects.extend(s for s in other.subjects if s not in paper.subjects)
     paper.authors.extend(a for a in other.authors if a not in paper.authors)
     paper.sources.extend(other.sources)
+    paper.identifiers = paper.identifiers.filled_from(other.identifiers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,9 +11,9 @@ from typing import TypeVar
 
 from searchsvc.backends import Backend
 from searchsvc.core.errors import SearchsvcError
-from searchsvc.ingest.merging import merge_records
 from searchsvc.core.progress import ProgressFactory, no_progress
-from searchsvc.ingest.sources import discover, read_records
+from searchsvc.ingest.merging import merge_records
+from searchsvc.ingest.sources import SUFFIXES, discover, read_records
 
 T = TypeVar("T")
 
@@ -27,12 +28,19 @@ class RebuildReport:
     seconds: float
     embedded: int = 0  # papers whose vectors were computed (the others were stored already)
     warnings: list[str] = field(default_factory=list)
+    by_format: dict[str, int] = field(default_factory=dict)  # records read, per source format
+    without_abstract: int = 0  # papers indexed by their title alone
 
     def summary(self) -> str:
+        formats = ", ".join(f"{count} {name}" for name, count in sorted(self.by_format.items()))
+        title_only = (
+            f" ({self.without_abstract} without an abstract, found by title only)" if self.without_abstract else ""
+        )
         return (
             f"rebuilt index generation {self.generation} from {len(self.files)} file(s): "
-            f"{self.records} records read, {self.papers} papers indexed, {self.merged} merged, "
-            f"{self.embedded} embedded, {len(self.warnings)} warning(s), {self.seconds:.1f} s"
+            f"{self.records} records read{f' ({formats})' if formats else ''}, "
+            f"{self.papers} papers indexed{title_only}, "
+            f"{self.merged} merged, {self.embedded} embedded, {len(self.warnings)} warning(s), {self.seconds:.1f} s"
         )
 
 
@@ -60,9 +68,10 @@ def rebuild(
         files = discover(sources)
         if not files:
             where = ", ".join(str(s) for s in sources) or "(none given)"
-            raise SearchsvcError(f"no source files (*.txt profile pages, *.jsonl records) in {where}")
+            raise SearchsvcError(f"no source files ({', '.join('*' + s for s in SUFFIXES)}) in {where}")
+        by_format: Counter[str] = Counter()
         with progress("reading", None) as advance:
-            collection = merge_records(_counted(read_records(files, note), advance), note)
+            collection = merge_records(_counted(read_records(files, note, by_format), advance), note)
         names = [str(path) for path in files]
         with progress("indexing", len(collection.papers)) as advance:
             generation = backend.build(collection, advance, {"sources": names})
@@ -82,6 +91,8 @@ def rebuild(
         seconds=time.monotonic() - started,
         embedded=embedded,
         warnings=warnings,
+        by_format=dict(by_format),
+        without_abstract=sum(1 for paper in collection.papers.values() if not paper.abstract),
     )
 
 

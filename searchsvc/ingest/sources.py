@@ -1,18 +1,110 @@
-"""Source files → paper records: finds the files and picks the reader for each format."""
+"""Source files → paper records: finds the files and picks the reader for each format.
+
+The extension chooses; for `.json`, `.jsonl` and `.xml`, which several formats share, the
+content confirms (the first record's fields, the root element's namespace), so a file is
+never read by a reader that would misunderstand it.
+"""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from searchsvc.core.errors import SearchsvcError, SourceFormatError
 from searchsvc.core.paper import Paper
+from searchsvc.ingest.arxiv_atom import ATOM, read_arxiv_atom
+from searchsvc.ingest.arxiv_oai import read_arxiv_oai
+from searchsvc.ingest.bibtex import read_bibtex
 from searchsvc.ingest.jsonl import read_jsonl
+from searchsvc.ingest.lines import numbered_lines
+from searchsvc.ingest.openalex import read_openalex
 from searchsvc.ingest.profile import read_profile
+from searchsvc.ingest.ris import read_ris
+from searchsvc.ingest.table import read_table
 
 Reader = Callable[[Path, Callable[[str], None]], Iterator[Paper]]
+# Enough of an XML file to hold its declaration, comments and root element's namespace.
+_XML_SNIFF_BYTES = 1 << 14
 
-READERS: dict[str, Reader] = {".txt": read_profile, ".jsonl": read_jsonl}
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """A format a rebuild reads: the name the summary counts records under, and its reader."""
+
+    name: str
+    read: Reader
+
+
+PROFILE = SourceFormat("profile pages", read_profile)
+RECORDS = SourceFormat("JSON lines", read_jsonl)
+OAI = SourceFormat("arXiv OAI snapshot", read_arxiv_oai)
+OPENALEX = SourceFormat("OpenAlex works", read_openalex)
+ATOM_FEED = SourceFormat("arXiv Atom", read_arxiv_atom)
+BIBTEX = SourceFormat("BibTeX", read_bibtex)
+RIS = SourceFormat("RIS", read_ris)
+TABLE = SourceFormat("CSV/TSV", read_table)
+
+
+def _json_lines(path: Path) -> SourceFormat:
+    """Our records, the arXiv OAI snapshot or OpenAlex works, by the fields of the first record."""
+    for _, text in numbered_lines(path):
+        if text.strip():
+            try:
+                first = json.loads(text)
+            except (json.JSONDecodeError, RecursionError):
+                return RECORDS  # its reader names the line and column of the problem
+            if isinstance(first, dict):
+                if "authors_parsed" in first or ("versions" in first and isinstance(first.get("categories"), str)):
+                    return OAI
+                if "abstract_inverted_index" in first or "authorships" in first or "publication_year" in first:
+                    return OPENALEX
+            return RECORDS
+    return RECORDS
+
+
+def _xml(path: Path) -> SourceFormat:
+    with path.open("rb") as stream:
+        head = stream.read(_XML_SNIFF_BYTES)
+    if ATOM.strip("{}").encode() in head:
+        return ATOM_FEED
+    raise SourceFormatError(
+        str(path), 1, 'XML that is not an Atom feed (xmlns="http://www.w3.org/2005/Atom"): ' + ACCEPTED
+    )
+
+
+_BY_SUFFIX: dict[str, Callable[[Path], SourceFormat]] = {
+    ".txt": lambda path: PROFILE,
+    ".jsonl": _json_lines,
+    ".json": _json_lines,
+    ".ndjson": _json_lines,
+    ".atom": lambda path: ATOM_FEED,
+    ".xml": _xml,
+    ".bib": lambda path: BIBTEX,
+    ".ris": lambda path: RIS,
+    ".csv": lambda path: TABLE,
+    ".tsv": lambda path: TABLE,
+}
+SUFFIXES = tuple(_BY_SUFFIX)
+ACCEPTED = (
+    "accepted are profile pages (.txt), JSON lines of records, arXiv OAI snapshot or OpenAlex works "
+    "(.jsonl, .json, .ndjson), arXiv Atom (.atom, .xml), BibTeX (.bib), RIS (.ris), "
+    "CSV or TSV with a header (.csv, .tsv)"
+)
+
+
+def source_format(path: Path) -> SourceFormat:
+    """The format `path` holds, by its extension and, where several formats share one, its content."""
+    choose = _BY_SUFFIX.get(path.suffix.lower())
+    if choose is None:
+        raise _unsupported(path)
+    return choose(path)
+
+
+def _unsupported(path: Path) -> SourceFormatError:
+    return SourceFormatError(str(path), 1, f"unsupported source format {path.suffix or '(no extension)'!r}: {ACCEPTED}")
 
 
 def discover(paths: Iterable[Path]) -> list[Path]:
@@ -23,21 +115,24 @@ def discover(paths: Iterable[Path]) -> list[Path]:
     found: set[Path] = set()
     for path in paths:
         if path.is_dir():
-            found.update(p for p in path.rglob("*") if p.suffix in READERS and p.is_file())
+            found.update(p for p in path.rglob("*") if p.suffix.lower() in _BY_SUFFIX and p.is_file())
         elif path.is_file():
-            if path.suffix not in READERS:
-                raise SourceFormatError(
-                    str(path),
-                    1,
-                    f"unsupported source format {path.suffix or '(none)'!r}: expected " + " or ".join(sorted(READERS)),
-                )
+            if path.suffix.lower() not in _BY_SUFFIX:
+                raise _unsupported(path)
             found.add(path)
         else:
             raise SearchsvcError(f"{path}: no such file or folder")
     return sorted(found)
 
 
-def read_records(files: Iterable[Path], warn: Callable[[str], None]) -> Iterator[Paper]:
-    """Stream the records of every file, in order, each through its format's reader."""
+def read_records(
+    files: Iterable[Path], warn: Callable[[str], None], counts: Counter[str] | None = None
+) -> Iterator[Paper]:
+    """Stream the records of every file, in order, each through its format's reader; `counts`
+    (if given) counts the records read per format name."""
     for path in files:
-        yield from READERS[path.suffix](path, warn)
+        source = source_format(path)
+        for paper in source.read(path, warn):
+            if counts is not None:
+                counts[source.name] += 1
+            yield paper

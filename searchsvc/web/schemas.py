@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, post_dump, post_load, validate, validates_schema
 
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
-from searchsvc.core.suggestions import KINDS
 from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
+from searchsvc.core.suggestions import KINDS
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")
@@ -237,6 +237,30 @@ class QuerySchema(Schema):
     per_page = fields.Integer(required=True)
 
 
+class IdentifiersSchema(Schema):
+    """Where the paper is found outside this service; each null when no source gave it."""
+
+    arxiv = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "arXiv id without its version (1909.02107, hep-th/9901001): https://arxiv.org/abs/<arxiv>."},
+    )
+    doi = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "DOI, lowercase, without a resolver prefix (10.1145/3394486.3403059): https://doi.org/<doi>."},
+    )
+    url = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "The source's own page for the paper: an absolute http or https URL."},
+    )
+
+    @post_dump
+    def _unknown_as_null(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return {name: value or None for name, value in data.items()}
+
+
 class PaperSchema(Schema):
     id = fields.String(required=True)
     title = fields.String(required=True)
@@ -244,6 +268,7 @@ class PaperSchema(Schema):
     year = fields.Integer(allow_none=True, required=True)
     subjects = fields.List(fields.String(), required=True)
     authors = fields.List(fields.String(), required=True)
+    identifiers = fields.Nested(IdentifiersSchema, required=True)
 
 
 class HighlightsSchema(Schema):

@@ -50,7 +50,7 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
     top = document["results"][0]
     assert top["title"] == COMPOSITIONAL
     assert top["highlights"]["title"].startswith("<mark>Compositional</mark> <mark>Embeddings</mark>")
-    assert set(top) == {"id", "title", "abstract", "year", "subjects", "authors", "score", "highlights"}
+    assert set(top) == {"id", "title", "abstract", "year", "subjects", "authors", "identifiers", "score", "highlights"}
     assert document["pages"] == -(-document["total"] // 3)
 
 
@@ -212,7 +212,8 @@ def test_did_you_mean(client: FlaskClient) -> None:
 def test_paper_and_related_papers(client: FlaskClient) -> None:
     hit = client.get("/api/search?q=compositional+embeddings").json["results"][0]
     paper = client.get(f"/api/papers/{hit['id']}").json
-    assert paper == {key: hit[key] for key in ("id", "title", "abstract", "year", "subjects", "authors")}
+    assert paper == {key: hit[key] for key in ("id", "title", "abstract", "year", "subjects", "authors", "identifiers")}
+    assert paper["identifiers"] == {"arxiv": None, "doi": None, "url": None}  # profile pages give none
     related = client.get(f"/api/papers/{hit['id']}/related").json
     assert related["id"] == hit["id"]
     assert 0 < len(related["results"]) <= 5
@@ -301,6 +302,37 @@ def test_export_formats(client: FlaskClient) -> None:
     bibtex = client.get("/api/export?format=bibtex&q=shampoo")
     assert bibtex.mimetype == "application/x-bibtex"
     assert bibtex.get_data(as_text=True).startswith("@misc{")
+
+
+@pytest.mark.reliability
+def test_identifiers_are_served_linked_and_exported(build: Build) -> None:
+    client = build(
+        [
+            {"id": "a", "title": "Lattice one", "arxiv": "arXiv:1909.02107v3", "doi": "https://doi.org/10.5555/ABC"},
+            {"id": "b", "title": "Lattice two", "url": 'https://example.org/?a="><script>alert(1)</script>'},
+            {"id": "c", "title": "Lattice three", "url": "javascript:alert(1)"},
+        ]
+    ).test_client()
+    paper = client.get("/api/papers/a").json
+    assert paper["identifiers"] == {"arxiv": "1909.02107", "doi": "10.5555/abc", "url": None}
+    hits = {hit["id"]: hit["identifiers"] for hit in client.get("/api/search?q=lattice").json["results"]}
+    assert hits["c"] == {"arxiv": None, "doi": None, "url": None}  # a javascript: address is never kept
+    assert hits["b"]["url"].startswith("https://example.org/")
+
+    page = client.get("/papers/a").get_data(as_text=True)
+    assert 'href="https://arxiv.org/abs/1909.02107"' in page and 'href="https://doi.org/10.5555/abc"' in page
+    results = client.get("/?q=lattice").get_data(as_text=True)
+    assert "<script>alert" not in results and "javascript:" not in results
+    assert 'href="https://example.org/?a=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in results
+
+    csv_text = client.get("/api/export?format=csv&q=lattice").get_data(as_text=True)
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(csv_text))}
+    assert (rows["a"]["doi"], rows["a"]["arxiv"], rows["a"]["url"]) == ("10.5555/abc", "1909.02107", "")
+    jsonl_text = client.get("/api/export?format=jsonl&q=lattice").get_data(as_text=True)
+    records = {r["id"]: r for r in map(json.loads, jsonl_text.splitlines())}
+    assert (records["a"]["arxiv"], records["c"]["url"]) == ("1909.02107", None)
+    bibtex = client.get("/api/export?format=bibtex&q=lattice+one").get_data(as_text=True)
+    assert "doi = {10.5555/abc}" in bibtex and "eprint = {1909.02107}" in bibtex and "archivePrefix = {arXiv}" in bibtex
 
 
 def test_invalid_parameters_are_a_400_naming_each_field(client: FlaskClient) -> None:

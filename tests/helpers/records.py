@@ -43,3 +43,11 @@ def made_up_papers(word: str, count: int) -> list[dict[str, Any]]:
         }
         for number in range(count)
     ]
+
+
+# An Atom feed whose one title expands to 10^9 "lol"s (a few GB) if entities are expanded.
+BILLION_LAUGHS = (
+    '<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
+    + "".join(f' <!ENTITY lol{n} "{f"&lol{n - 1};" * 10 if n > 1 else "&lol;" * 10}">\n' for n in range(1, 10))
+    + ']>\n<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>&lol9;</title></entry></feed>\n'
+)

@@ -14,7 +14,7 @@ from typing import Any
 
 from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
 
-MAPPING_VERSION = 3  # 2: `vector` and `content_key`; 3: `title.length`, `abstract.length`
+MAPPING_VERSION = 4  # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
@@ -74,6 +74,8 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 },
                 "subjects": {"type": "keyword", "fields": {FOLDED: {"type": "keyword", "normalizer": "folded"}}},
                 "year": {"type": "integer"},
+                # Paper.stored()'s arXiv id, DOI and URL: kept in _source for links, never searched.
+                "identifiers": {"type": "object", "enabled": False},
                 # Read from _source only. Without doc values (768 bytes a paper) `exists` cannot
                 # see it, so a boolean beside it says which papers have one.
                 VECTOR: {"type": "binary", "doc_values": False},

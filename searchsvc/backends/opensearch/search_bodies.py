@@ -13,7 +13,7 @@ from searchsvc.core.model import FACETS, SearchRequest
 from searchsvc.core.query import Node, check_term_count, parse, required_words
 from searchsvc.settings import Settings
 
-SOURCE = ["id", "title", "abstract", "year", "subjects", "authors"]
+SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers"]
 FACET_FIELDS = {"year": "year", "subject": "subjects", "author": AUTHOR_VALUE}
 FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}"}
 # Values fetched per facet before the display order is applied: the cluster orders ties by

@@ -85,7 +85,7 @@ class WordStatistics:
 
 def statistics(aggregations: Dsl) -> WordStatistics | None:
     """The statistics `statistics_aggs` asked for; None from an index built before mapping
-    version 3, which has no length subfields (it ranks by the cluster's scores until rebuilt)."""
+    version 4, which has no length subfields (it ranks by the cluster's scores until rebuilt)."""
     found = aggregations[_STATISTICS]
     papers = int(found["doc_count"])
     if papers and not found[TEXT_FIELDS[0]]["value"]:

@@ -85,16 +85,11 @@ def _add(
     for i in range(start, end):
         paper = ordered[i]
         writer.add_document(
-            id=paper.id,
-            title=paper.title,
-            abstract=paper.abstract,
+            **paper.stored(),
             title_exact=paper.title,
             abstract_exact=paper.abstract,
             author=" ; ".join(paper.authors),
             subject="\n".join(paper.subjects),
-            year=paper.year,
-            subjects=paper.subjects,
-            authors=paper.authors,
             facet_year=_column_list([] if paper.year is None else [paper.year]),
             facet_subject=_column_list(paper.subjects),
             facet_author=_column_list(paper.authors),

@@ -32,7 +32,7 @@ FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "fa
 # document order itself (see indexing.write_index).
 OLDEST_RANK = "oldest_rank"
 
-SCHEMA_VERSION = 6  # 6: content keys beside the index (generation_vectors.KEYS_FILE)
+SCHEMA_VERSION = 7  # 7: stored `identifiers` (arXiv id, DOI, URL); 6: content keys beside the index
 
 
 class SnowballStemFilter(Filter):
@@ -108,6 +108,7 @@ def build_schema() -> Schema:
         year=NUMERIC(int, bits=32, stored=True, signed=False),
         subjects=STORED(),
         authors=STORED(),
+        identifiers=STORED(),  # Paper.stored(): shown and exported, never searched
         facet_year=COLUMN(VarBytesColumn()),
         facet_subject=COLUMN(VarBytesColumn()),
         facet_author=COLUMN(VarBytesColumn()),

@@ -102,7 +102,9 @@ def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
     ]
     text = export("jsonl", *papers)
     assert text.count("\n") == 2 and "Zoë" in text  # one line per paper, not ASCII-escaped
-    assert list(json.loads(text.splitlines()[0])) == ["id", "title", "abstract", "year", "categories", "authors"]
+    assert list(json.loads(text.splitlines()[0])) == [
+        "id", "title", "abstract", "year", "categories", "authors", "doi", "arxiv", "url"
+    ]
     path = tmp_path / "export.jsonl"
     path.write_text(text, encoding="utf-8")
     warnings: list[str] = []
@@ -115,9 +117,9 @@ def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
 def test_csv_has_a_header_and_joins_lists() -> None:
     rows = list(csv.reader(io.StringIO(export("csv", paper(), paper("Undated", year=None, authors=[])), newline="")))
     assert rows == [
-        ["id", "title", "year", "subjects", "authors", "abstract"],
-        ["p1", "Compositional Generalization", "2020", "cs.CL; cs.LG", "Maxim Naumov; Zoë Müller", "An abstract."],
-        ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract."],
+        ["id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"],
+        ["p1", "Compositional Generalization", "2020", "cs.CL; cs.LG", "Maxim Naumov; Zoë Müller", "An abstract.", "", "", ""],
+        ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract.", "", "", ""],
     ]
 
 
@@ -136,7 +138,7 @@ def test_csv_cells_cannot_start_a_formula(start: str) -> None:
     formula = start + 'HYPERLINK("http://evil.example","x")'
     text = export("csv", paper(formula, id=formula, abstract=formula, subjects=[formula], authors=[formula, "B"]))
     row = list(csv.reader(io.StringIO(text, newline="")))[1]
-    assert row == ["'" + formula, "'" + formula, "2020", "'" + formula, "'" + formula + "; B", "'" + formula]
+    assert row == ["'" + formula, "'" + formula, "2020", "'" + formula, "'" + formula + "; B", "'" + formula, "", "", ""]
 
 
 def test_csv_leaves_safe_cells_alone() -> None:

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import random
 
-
-from searchsvc.ingest.merging import merge_records
+from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
 from searchsvc.core.text import normalise_title
+from searchsvc.ingest.merging import merge_records
 from searchsvc.ingest.sources import discover, read_records
-from tests.helpers.paths import SEEDS
+from tests.helpers.paths import SEEDS, SOURCE_SAMPLES
 from tests.helpers.records import profile_page
 
 BOTH = {
@@ -95,3 +95,77 @@ def test_profile_and_jsonl_records_of_one_paper_merge(write) -> None:
     (paper,) = collection.papers.values()
     assert paper.authors == ["Ada", "Bob"] and paper.title == title
     assert normalise_title(title) == "shared paper a study"
+
+
+def _record(line: int, paper_id: str, title: str, **ids: str) -> Paper:
+    return Paper(
+        id=paper_id,
+        title=title,
+        abstract="",
+        year=None,
+        subjects=[],
+        authors=[f"A{line}"],
+        sources=[SourceLocation("s.jsonl", line)],
+        identifiers=Identifiers.of(**ids),
+    )
+
+
+def test_same_doi_or_arxiv_id_is_one_paper_whatever_the_title_or_version() -> None:
+    records = [
+        _record(1, "a", "Preprint title", arxiv="1906.00091v1"),
+        _record(2, "b", "Published title", arxiv="arXiv:1906.00091v2", doi_text="10.5555/X"),
+        _record(3, "c", "Third spelling", doi_text="https://doi.org/10.5555/x"),
+        _record(4, "d", "Another paper", doi_text="10.5555/other"),
+    ]
+    collection = merge_records(records, lambda m: None)
+    assert (collection.records, len(collection.papers), collection.merged) == (4, 2, 2)
+    merged = collection.papers["a"]
+    assert merged.title == "Preprint title" and merged.authors == ["A1", "A2", "A3"]
+    assert merged.identifiers == Identifiers("1906.00091", "10.5555/x", "")
+
+
+def test_a_record_joins_papers_read_apart_whatever_the_order() -> None:
+    records = [
+        _record(1, "by-doi", "One", doi_text="10.5555/one"),
+        _record(2, "by-arxiv", "Uno", arxiv="2001.01234"),
+        _record(3, "bridge", "Eins", doi_text="10.5555/one", arxiv="2001.01234"),
+        _record(4, "alone", "Other"),
+    ]
+    results = set()
+    for seed in range(12):
+        shuffled = records[:]
+        random.Random(seed).shuffle(shuffled)
+        papers = merge_records([_copy(r) for r in shuffled], lambda m: None).papers
+        results.add(tuple(sorted((pid, tuple(sorted(p.authors))) for pid, p in papers.items())))
+    assert results == {(("alone", ("A4",)), ("bridge", ("A1", "A2", "A3")))}
+
+
+def _copy(paper: Paper) -> Paper:
+    return Paper(
+        paper.id,
+        paper.title,
+        paper.abstract,
+        paper.year,
+        list(paper.subjects),
+        list(paper.authors),
+        list(paper.sources),
+        paper.identifiers,
+    )
+
+
+def test_seeds_with_a_bib_an_atom_feed_and_a_csv_of_some_of_the_same_papers() -> None:
+    warnings: list[str] = []
+    records = read_records(discover([SEEDS, SOURCE_SAMPLES / "mixed"]), warnings.append)
+    collection = merge_records(records, warnings.append)
+    # 36 seed records (28 papers) + 3 BibTeX + 2 Atom + 3 CSV records, of which 3 papers are new:
+    # one only in the .bib, one only in the .csv, and DLRM (Atom and CSV, matched by arXiv id alone).
+    assert (collection.records, len(collection.papers), collection.merged) == (44, 31, 13)
+    by_title = {normalise_title(p.title): p for p in collection.papers.values()}
+    compositional = by_title[normalise_title(next(t for t in BOTH if t.startswith("Compositional")))]
+    assert compositional.identifiers.arxiv == "1909.02107"  # from the .bib (v3) and the feed (v1)
+    assert [s.path.rsplit("/", 1)[-1] for s in compositional.sources][2:] == ["lab.bib", "listing.atom"]
+    mixed = next(p for title, p in by_title.items() if title.startswith("mixed dimension embeddings with application"))
+    assert mixed.identifiers.doi == "10.5555/mixed.dimension" and len(mixed.sources) == 4  # by title and by DOI
+    dlrm = [p for p in collection.papers.values() if p.identifiers.arxiv == "1906.00091"]
+    assert len(dlrm) == 1 and len(dlrm[0].sources) == 2
+    assert any("javascript:alert(1)" in w and "not valid; ignored" in w for w in warnings)

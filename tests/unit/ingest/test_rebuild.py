@@ -14,10 +14,12 @@ import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.identifiers import Identifiers
+from searchsvc.core.model import SearchRequest
 from searchsvc.ingest.rebuild import rebuild
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex, titles
-from tests.helpers.paths import SEEDS
+from tests.helpers.paths import SEEDS, SOURCE_SAMPLES
 from tests.helpers.records import jsonl, profile_page
 
 
@@ -63,3 +65,19 @@ def test_progress_is_reported_for_reading_indexing_and_embedding(tmp_path: Path)
 
     rebuild(WhooshBackend(settings_for(tmp_path / "index")), [SEEDS], progress=record)
     assert seen == {"reading": [None, 36], "indexing": [28, 28], "embedding": [28, 28]}
+
+
+def test_rebuild_over_mixed_formats_reports_each_and_stores_identifiers(tmp_path: Path) -> None:
+    backend = WhooshBackend(settings_for(tmp_path / "index", semantic_ranking=False))
+    report = rebuild(backend, [SEEDS, SOURCE_SAMPLES / "mixed"])
+    assert report.by_format == {"profile pages": 36, "BibTeX": 3, "arXiv Atom": 2, "CSV/TSV": 3}
+    assert (report.records, report.papers, report.merged, report.without_abstract) == (44, 31, 13, 2)
+    summary = report.summary()
+    assert "44 records read (3 BibTeX, 3 CSV/TSV, 2 arXiv Atom, 36 profile pages), 31 papers indexed" in summary
+    assert "(2 without an abstract, found by title only)" in summary
+    stored = {p.title: p.identifiers for p in backend.export(SearchRequest(q=""), 100)}
+    assert len(stored) == 31
+    assert stored["A Paper Only in the Spreadsheet"] == Identifiers(url="https://example.org/papers/1")
+    compositional = next(title for title in stored if title.startswith("Compositional Embeddings Using"))
+    assert stored[compositional].arxiv == "1909.02107"
+    assert sum(1 for ids in stored.values() if ids.stored()) == 4  # the .bib-only paper has none

@@ -1,0 +1,62 @@
+"""Field rules every third-party reader applies alike: one-line text, years, names, lists."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+MIN_YEAR, MAX_YEAR = 1000, 2999
+_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
+# Keywords and lists of names are separated by ";" in CSV and by "," or ";" in BibTeX keywords.
+_LIST_SEPARATORS = re.compile(r"\s*[;,]\s*")
+
+
+class FieldProblem(Exception):
+    """A field that cannot be read; the reader adds the file and line (or entry)."""
+
+
+def one_line(text: str | None) -> str:
+    """`text` with every run of whitespace (line breaks included) folded to one space."""
+    return " ".join(text.split()) if text else ""
+
+
+def year_in(text: str | None, field: str = "year") -> int | None:
+    """The first four-digit year in `text` ("2019", "2019-05-01", "Mon, 2 Apr 2007 ..."), or None if empty."""
+    value = one_line(text)
+    if not value:
+        return None
+    match = _YEAR.search(value)
+    if match is None or not MIN_YEAR <= int(match[1]) <= MAX_YEAR:
+        raise FieldProblem(f"{field!r} must hold a year such as 2021, found {preview(value)}")
+    return int(match[1])
+
+
+def split_list(text: str | None, separators: re.Pattern[str] = _LIST_SEPARATORS) -> list[str]:
+    """The distinct, non-empty items of a separated list, in order."""
+    return distinct(separators.split(text or ""))
+
+
+def distinct(items: Iterable[str]) -> list[str]:
+    """Items with whitespace folded, empty ones dropped, each once, in order."""
+    return list(dict.fromkeys(item for item in (one_line(i) for i in items) if item))
+
+
+def first_last(last: str, first: str, suffix: str = "") -> str:
+    """A name as the profile pages give it: "First Last" (with a suffix such as "Jr." after it)."""
+    return one_line(" ".join((first, last, suffix)))
+
+
+def surname_first_to_first_last(name: str) -> str:
+    """ "Naumov, Maxim" → "Maxim Naumov" (and "Last, Jr., First" → "First Last Jr."); other names unchanged."""
+    parts = [part.strip() for part in name.split(",")]
+    if len(parts) == 2:
+        return first_last(parts[0], parts[1])
+    if len(parts) == 3:
+        return first_last(parts[0], parts[2], parts[1])
+    return one_line(name)
+
+
+def preview(text: str, limit: int = 40) -> str:
+    """A value as an error may quote it: escaped, and cut short."""
+    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)

@@ -1,0 +1,89 @@
+"""Reader for RIS files (`.ris`), as library catalogues, Zotero, EndNote and publishers export them.
+
+A line-based format, so it is read here line by line (no library keeps line numbers, and one
+line of look-ahead is all it needs): `TY  - ` opens a record, `ER  - ` closes it, and a line
+that is not a tag continues the previous value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.identifiers import Identifiers, arxiv_id
+from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.ingest.fields import FieldProblem, distinct, one_line, preview, surname_first_to_first_last, year_in
+from searchsvc.ingest.lines import numbered_lines
+
+_TAG = re.compile(r"^([A-Z][A-Z0-9])  -(?: (.*))?$")
+_TITLE, _ABSTRACT = ("TI", "T1", "CT", "BT"), ("AB", "N2")
+_AUTHORS, _YEARS, _KEYWORDS, _URLS = ("AU", "A1"), ("PY", "Y1", "DA"), ("KW",), ("UR", "L2")
+
+
+def read_ris(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
+    """Yield one paper per `TY … ER` record."""
+    where = str(path)
+    record: dict[str, list[str]] | None = None
+    start = last_tag = 0
+    tag = ""
+    found = 0
+    for number, text in numbered_lines(path):
+        match = _TAG.match(text)
+        if match is None:
+            if text.strip() and record is not None and tag:
+                record[tag][-1] += " " + text.strip()  # a value wrapped onto the next line
+            elif text.strip():
+                raise SourceFormatError(
+                    where, number, f"expected a RIS tag line such as 'TY  - JOUR', found {preview(text)}"
+                )
+            continue
+        tag, value = match[1], (match[2] or "").strip()
+        if tag == "TY":
+            if record is not None:
+                raise SourceFormatError(
+                    where, number, f"record opened at line {start} has no 'ER  -' line before this one"
+                )
+            record, start = {}, number
+        elif record is None:
+            raise SourceFormatError(where, number, f"tag {tag} outside a record: expected 'TY  - ' first")
+        elif tag == "ER":
+            yield _paper(where, start, record, warn)
+            found += 1
+            record, tag = None, ""
+        else:
+            record.setdefault(tag, []).append(value)
+        last_tag = number
+    if record is not None:
+        raise SourceFormatError(where, start, "record has no 'ER  -' line: the file ends inside it")
+    if found == 0:
+        raise SourceFormatError(where, last_tag or 1, "file has no RIS records (TY  - … ER  - )")
+
+
+def _paper(where: str, line: int, record: dict[str, list[str]], warn: Callable[[str], None]) -> Paper:
+    def first(tags: tuple[str, ...]) -> str:
+        return next((one_line(record[t][0]) for t in tags if record.get(t)), "")
+
+    title = first(_TITLE)
+    if not title:
+        raise SourceFormatError(where, line, "record has no title (TI or T1)")
+    try:
+        year = year_in(first(_YEARS))
+    except FieldProblem as exc:
+        raise SourceFormatError(where, line, str(exc)) from None
+    urls = [u for tag in _URLS for u in record.get(tag, [])]
+    arxiv = next((found for u in urls if (found := arxiv_id(u))), "")
+    identifiers = Identifiers.of(arxiv=arxiv, doi_text=first(("DO",)), url=next(iter(urls), ""))
+    if first(("DO",)) and not identifiers.doi:
+        warn(f"{where}:{line}: DO {preview(first(('DO',)))} is not a DOI; ignored")
+    return Paper(
+        id=paper_id_for_title(title),
+        title=title,
+        abstract=first(_ABSTRACT),
+        year=year,
+        subjects=distinct(record.get("KW", [])),
+        authors=distinct(surname_first_to_first_last(a) for tag in _AUTHORS for a in record.get(tag, [])),
+        sources=[SourceLocation(where, line)],
+        identifiers=identifiers,
+    )
