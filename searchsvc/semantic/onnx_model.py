@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, mode
 # SHA-256 of each built file, for onnx==1.23.2 and onnxruntime==1.31.1 (pyproject.toml).
 BUILT_SHA256 = {
     "onnx": "325354f19c5c820383db3cdc9677818b0de7ccac6ee99061b9e81c45dfde92a9",
-    "onnx-int8": "c7d3f1bfd6f3fac42872edf8c9fa77abd2b180a733b1095fc7a666399d13c91a",
+    "onnx-int8": "ee84aa6f4df5a0ab5c12328a945bc3e3278ce3ebd0546c65792ba327755f1ec5",
 }
 
 
@@ -90,34 +89,18 @@ def _quantize(fp32: Path, out: Path) -> None:
     """Dynamic int8 quantization of the fp32 model's weight matrices, one scale per output column.
 
     One scale per matrix loses too much on this CPU (no VNNI: ONNX Runtime multiplies u8 by
-    s8 with AVX2's saturating pair sums). The feed-forward output matrices (1536 → 384) stay
-    fp32: their input, after GELU, is the one int8 hurts most (cosine with the numpy vectors
-    0.9975 on average instead of 0.9946, and nDCG@10 within 0.003). Attention's
-    activation-by-activation products stay fp32 too (MatMulConstBOnly). docs/performance.md."""
-    import onnx
+    s8 with AVX2's saturating pair sums); attention's activation-by-activation products stay
+    fp32 (MatMulConstBOnly). Keeping the feed-forward output matrices fp32 as well was measured
+    and not kept: slower by a third, and no closer to the nDCG@10 bound (docs/decisions.md)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    graph = onnx.load(str(fp32), load_external_data=False).graph
-    kept = [
-        node.name
-        for node in graph.node
-        if node.op_type == "MatMul" and _FFN_OUTPUT.fullmatch(node.input[1])
-    ]
     logging.disable(logging.WARNING)  # its advice to pre-process the model, on the root logger
     try:
         quantize_dynamic(
-            fp32,
-            out,
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            nodes_to_exclude=kept,
-            extra_options={"MatMulConstBOnly": True},
+            fp32, out, weight_type=QuantType.QInt8, per_channel=True, extra_options={"MatMulConstBOnly": True}
         )
     finally:
         logging.disable(logging.NOTSET)
-
-
-_FFN_OUTPUT = re.compile(r"encoder\.layer\.\d+\.output\.dense\.weight")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -34,8 +34,10 @@ class TextEncoder(Protocol):
 
 
 def model_id(name: str) -> str:
-    """The store name of `name`'s vectors (int8 vectors differ from fp32 ones by up to ~0.02)."""
-    return MODEL_ID if name == "numpy" else f"{MODEL_ID}-{name}"
+    """The store name of `name`'s vectors. fp32 ONNX gives the numpy encoder's numbers (to ~2e-7, below
+    float16's resolution in the store; tests/unit/semantic/test_onnx_encoder.py), so they share a store;
+    int8 vectors differ by up to ~0.05 a component and have their own."""
+    return f"{MODEL_ID}-{name}" if name == "onnx-int8" else MODEL_ID
 
 
 def query_encoder(settings: Settings) -> TextEncoder:

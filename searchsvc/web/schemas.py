@@ -348,7 +348,7 @@ class StatusSchema(Schema):
     )
     encoder = fields.String(
         metadata={
-            "description": "What embeds queries and papers, when ranking by meaning is on: onnx-int8, onnx or numpy "
+            "description": "What embeds queries and papers, when ranking by meaning is on: onnx, onnx-int8 or numpy "
             "(numpy too when the configured ONNX encoder cannot run)."
         },
     )
