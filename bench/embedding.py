@@ -46,7 +46,9 @@ def flops(lengths: list[int]) -> float:
     return sum(per_token * n + LAYERS * 2 * 2 * n * n * HIDDEN for n in lengths)
 
 
-def measure(name: str, threads: int, papers: int, queries: int, part: int, parts: int, start_at: float) -> dict[str, Any]:
+def measure(
+    name: str, threads: int, papers: int, queries: int, part: int, parts: int, start_at: float
+) -> dict[str, Any]:
     """In this process: embed this part's papers (after `start_at`, so parts start together), then queries."""
     from searchsvc.core.query import meaning, parse
     from searchsvc.semantic.selection import shared_encoder
@@ -76,9 +78,22 @@ def _children(name: str, threads: int, parts: int, papers: int, queries: int) ->
     start_at = time.time() + 15  # after every process has loaded its model
     running = [
         subprocess.Popen(
-            [sys.executable, "-m", "bench.embedding", _CHILD, name, str(threads), str(papers), str(queries if part == 0 else 0),
-             str(part), str(parts), str(start_at)],
-            env=env, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "bench.embedding",
+                _CHILD,
+                name,
+                str(threads),
+                str(papers),
+                str(queries if part == 0 else 0),
+                str(part),
+                str(parts),
+                str(start_at),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for part in range(parts)
     ]
@@ -128,8 +143,12 @@ def run(papers: int, queries: int) -> dict[str, Any]:
     return {
         "machine": before,
         "papers": papers,
-        "tokens": {"total": sum(lengths), "mean": round(sum(lengths) / len(lengths), 1),
-                   "p50": tokens[len(tokens) // 2], "max": tokens[-1]},
+        "tokens": {
+            "total": sum(lengths),
+            "mean": round(sum(lengths) / len(lengths), 1),
+            "p50": tokens[len(tokens) // 2],
+            "max": tokens[-1],
+        },
         "gflop": round(work / 1e9, 1),
         "runs": runs,
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
@@ -151,7 +170,17 @@ def markdown(result: dict[str, Any]) -> str:
         ]
         for r in result["runs"]
     ]
-    head = ["encoder", "on", "s", "papers/s", "× numpy", "tokens/s", "GFLOP/s (of fp32 peak)", "query p50 ms", "query p95 ms"]
+    head = [
+        "encoder",
+        "on",
+        "s",
+        "papers/s",
+        "× numpy",
+        "tokens/s",
+        "GFLOP/s (of fp32 peak)",
+        "query p50 ms",
+        "query p95 ms",
+    ]
     t = result["tokens"]
     return (
         f"{result['papers']} ACL papers, {t['total']} tokens (mean {t['mean']}, median {t['p50']}, max {t['max']}), "
@@ -164,7 +193,9 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [_CHILD]:
         name, threads, papers, queries, part, parts, start_at = argv[1:8]
-        print(json.dumps(measure(name, int(threads), int(papers), int(queries), int(part), int(parts), float(start_at))))
+        print(
+            json.dumps(measure(name, int(threads), int(papers), int(queries), int(part), int(parts), float(start_at)))
+        )
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--papers", type=int, default=400)

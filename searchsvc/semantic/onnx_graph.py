@@ -55,7 +55,10 @@ class _Graph:
         return self.op("Add", [self.op("MatMul", [x, weight]), self.const(name + ".bias", self.w[name + ".bias"])])
 
     def layer_norm(self, x: str, name: str) -> str:
-        scale, bias = self.const(name + ".weight", self.w[name + ".weight"]), self.const(name + ".bias", self.w[name + ".bias"])
+        scale, bias = (
+            self.const(name + ".weight", self.w[name + ".weight"]),
+            self.const(name + ".bias", self.w[name + ".bias"]),
+        )
         return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=1e-12)
 
 
@@ -74,7 +77,9 @@ def build_graph(weights: dict[str, np.ndarray]) -> onnx.ModelProto:
         [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["batch", DIMENSIONS])],
         g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="searchsvc", ir_version=IR_VERSION)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="searchsvc", ir_version=IR_VERSION
+    )
     onnx.checker.check_model(model)
     return model
 
@@ -84,7 +89,11 @@ def _embeddings(g: _Graph) -> str:
     length = g.op("Shape", ["input_ids"], start=1, end=2)
     positions = g.op(
         "Slice",
-        [g.const("position_embeddings", g.w["embeddings.position_embeddings.weight"]), g.const("zero", np.array([0])), length],
+        [
+            g.const("position_embeddings", g.w["embeddings.position_embeddings.weight"]),
+            g.const("zero", np.array([0])),
+            length,
+        ],
     )
     token_type = g.const("token_type_0", g.w["embeddings.token_type_embeddings.weight"][0])
     x = g.op("Add", [g.op("Add", [words, positions]), token_type])
@@ -109,7 +118,9 @@ def _layer(g: _Graph, x: str, padding: str, p: str) -> str:
     weights = g.op("Softmax", [g.op("Add", [scores, padding])], axis=-1)
     context = g.op("Transpose", [g.op("MatMul", [weights, value])], perm=[0, 2, 1, 3])
     context = g.op("Reshape", [context, g.const("hidden_shape", np.array([0, 0, DIMENSIONS]))])
-    x = g.layer_norm(g.op("Add", [g.linear(context, p + "attention.output.dense"), x]), p + "attention.output.LayerNorm")
+    x = g.layer_norm(
+        g.op("Add", [g.linear(context, p + "attention.output.dense"), x]), p + "attention.output.LayerNorm"
+    )
     hidden = _gelu(g, g.linear(x, p + "intermediate.dense"))
     return g.layer_norm(g.op("Add", [g.linear(hidden, p + "output.dense"), x]), p + "output.LayerNorm")
 
@@ -117,7 +128,9 @@ def _layer(g: _Graph, x: str, padding: str, p: str) -> str:
 def _gelu(g: _Graph, x: str) -> str:
     """BERT's exact GELU, x·½(1 + erf(x/√2)), as PyTorch exports it (ONNX Runtime fuses the pattern)."""
     erf = g.op("Erf", [g.op("Div", [x, g.const("sqrt2", np.float32(math.sqrt(2)))])])
-    return g.op("Mul", [g.op("Mul", [x, g.op("Add", [erf, g.const("one", np.float32(1.0))])]), g.const("half", np.float32(0.5))])
+    return g.op(
+        "Mul", [g.op("Mul", [x, g.op("Add", [erf, g.const("one", np.float32(1.0))])]), g.const("half", np.float32(0.5))]
+    )
 
 
 def _mean_pool(g: _Graph, x: str) -> str:

@@ -1,8 +1,9 @@
 """Paper vectors kept by content, so a rebuild embeds only papers whose text is new.
 
-One file per encoder, `<store dir>/<model id>.npz` (`selection.model_id`: int8 vectors are not fp32 ones), holding `keys` (a 16-byte digest of each
-embedded text) and `vectors` (float16 rows, unit length). It is replaced whole and
-atomically: a reader sees the old file or the new one, never a mix.
+One file per encoder, `<store dir>/<model id>.npz` (`selection.model_id`: int8 vectors are not
+fp32 ones), holding `keys` (a 16-byte digest of each embedded text) and `vectors` (float16
+rows, unit length). It is replaced whole and atomically: a reader sees the old file or the
+new one, never a mix.
 """
 
 from __future__ import annotations

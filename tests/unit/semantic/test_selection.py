@@ -1,4 +1,4 @@
-"""Which encoder runs: the setting, the fall back to numpy, the store each one's vectors go to, and where it is shown."""
+"""Which encoder runs: the setting, the fall back to numpy, each one's vector store, and where it is shown."""
 
 from __future__ import annotations
 
@@ -75,7 +75,14 @@ def test_each_encoder_keeps_its_vectors_in_a_store_of_its_own(
 
 @pytest.mark.parametrize("encoder", ["onnx", "onnx-int8", "numpy"])
 def test_status_and_readyz_name_the_encoder_that_runs(make_index: MakeIndex, encoder: str) -> None:
-    paper = {"id": "p1", "title": "Heart attack care", "abstract": "Treatment.", "year": 2020, "categories": [], "authors": []}
+    paper = {
+        "id": "p1",
+        "title": "Heart attack care",
+        "abstract": "Treatment.",
+        "year": 2020,
+        "categories": [],
+        "authors": [],
+    }
     backend = make_index([paper], encoder=encoder)
     assert backend.status()["encoder"] == encoder
     ready = app_for(backend.settings.index_dir, encoder=encoder).test_client().get("/readyz").get_json()
