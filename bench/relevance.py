@@ -14,6 +14,7 @@ over every judged query; a query the service rejects, or one that finds nothing,
     python bench/relevance.py --collection cacm --json
     python bench/relevance.py --corpus C.jsonl --queries Q.tsv --qrels R.tsv [--name N]
     python bench/relevance.py --opensearch http://127.0.0.1:9200   # the OpenSearch backend too
+    python bench/relevance.py --encoder numpy                      # another sentence encoder than the default
 
 The service's default includes ranking by meaning, so each index embeds its papers (SciFact's
 5,183 abstracts take about 7 minutes on two cores). The vectors are kept by content in
@@ -50,7 +51,7 @@ from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import InvalidRequest, QuerySyntaxError
 from searchsvc.ingest.rebuild import rebuild
 from searchsvc.web.schemas import parse_search_request
-from searchsvc.settings import load_settings
+from searchsvc.settings import ENCODERS, load_settings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 VECTOR_STORE = Path(__file__).resolve().parent / ".vectors"  # as bench/measure.py: shared by every run
@@ -228,6 +229,7 @@ def evaluate_collection(
     log: Callable[[str], None] = lambda message: None,
     opensearch: str | None = None,
     vector_store: str = "",
+    encoder: str | None = None,
 ) -> CollectionResult:
     """Index, search and score one collection with every system."""
     records, skipped = read_corpus(collection.corpus)
@@ -239,7 +241,8 @@ def evaluate_collection(
     result = CollectionResult(collection.name, len(records), skipped, len(queries))
     # A store per collection: a rebuild keeps only its own papers' vectors in the store it uses.
     store = str(Path(vector_store) / collection.name) if vector_store else ""
-    backends: dict[str, dict[str, Any]] = {"searchsvc": {"vector_store": store}}
+    chosen = {"encoder": encoder} if encoder else {}  # else the setting's default
+    backends: dict[str, dict[str, Any]] = {"searchsvc": {"vector_store": store, **chosen}}
     if opensearch:
         alias = f"relevance-{collection.name.lower()}"
         backends["searchsvc-opensearch"] = {
@@ -247,6 +250,7 @@ def evaluate_collection(
             "opensearch_url": opensearch,
             "opensearch_index": alias,
             "vector_store": store,  # the same vectors, by content: the cluster's index loads them
+            **chosen,
         }
     runs: dict[str, Run] = {}
     for system, settings in backends.items():
@@ -322,6 +326,7 @@ def main(argv: list[str] | None = None) -> None:
         default=str(VECTOR_STORE),
         help="where paper vectors are kept between runs, a folder per collection (default: %(default)s; '': nowhere)",
     )
+    parser.add_argument("--encoder", choices=ENCODERS, help="the sentence encoder (default: the setting's default)")
     args = parser.parse_args(argv)
     if args.corpus or args.queries or args.qrels:
         if not (args.corpus and args.queries and args.qrels):
@@ -335,6 +340,7 @@ def main(argv: list[str] | None = None) -> None:
             log=lambda m: print(m, file=sys.stderr),
             opensearch=args.opensearch,
             vector_store=args.vector_store,
+            encoder=args.encoder,
         )
         for collection in collections
     ]

@@ -23,7 +23,9 @@ except ConfigurationError as exc:
     sys.exit(2)
 
 # One BLAS thread per worker, set before any worker imports numpy: the workers already use
-# every core, and embedding one query (searchsvc/semantic/encoder.py) is too small to gain.
+# every core, and embedding one query is too small to gain. The ONNX encoders take their
+# thread count from the code instead (searchsvc/semantic/selection.py: one for queries, so
+# a worker starts no thread pool; every core only for a rebuild's `searchsvc rebuild`).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 _port = os.environ.get("PORT", "8000")

@@ -36,6 +36,7 @@ CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
 DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")
 ENV_PREFIX = "SEARCHSVC_"
 BACKENDS = ("whoosh", "opensearch")
+ENCODERS = ("onnx-int8", "onnx", "numpy")  # searchsvc/semantic/selection.py
 
 
 def _setting(default: Any, why: str, rule: Rule) -> Any:
@@ -104,8 +105,21 @@ class Settings:
     semantic_ranking: bool = _setting(
         True,
         "reorder the best lexical matches by meaning (all-MiniLM-L6-v2 sentence vectors); a rebuild embeds "
-        "each new paper once, about 10 a second per core",
+        "each new paper once (docs/performance.md: papers a second by encoder)",
         Boolean(),
+    )
+    encoder: str = _setting(
+        "onnx",
+        "what computes the vectors: onnx (ONNX Runtime, fp32: the numpy encoder's numbers, faster), onnx-int8 "
+        "(int8 weights: faster still, but Cranfield's nDCG@10 moves by 0.0037) or numpy; without ONNX Runtime, "
+        "numpy runs",
+        Choice(ENCODERS),
+    )
+    model_cache: str = _setting(
+        "",
+        "where the ONNX model files are built on first use (empty: $XDG_CACHE_HOME/searchsvc, else "
+        "~/.cache/searchsvc); about 110 MB, checked by SHA-256 on every start",
+        OptionalPath(),
     )
     vector_store: str = _setting(
         "",
@@ -160,6 +174,12 @@ class Settings:
     @property
     def vector_store_dir(self) -> Path:
         return Path(self.vector_store) if self.vector_store else self.index_dir / "vectors"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        if self.model_cache:
+            return Path(self.model_cache)
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "searchsvc"
 
     def facet_limits(self) -> dict[str, int]:
         """Values listed per facet in a search result."""

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.semantic.encoder import DIMENSIONS, Encoder
+from searchsvc.semantic.encoder import DIMENSIONS
+from searchsvc.semantic.selection import TextEncoder
 from searchsvc.semantic.store import StoredVectors, load, lookup, save
 
 CHUNK = 64  # papers embedded between two progress reports (and two looks at the checkpoint clock)
@@ -27,7 +28,7 @@ def embed_new(
     path: Path,
     keys: np.ndarray,
     text: Callable[[int], str],
-    encoder: Callable[[], Encoder],
+    encoder: Callable[[], TextEncoder],
     progress: ProgressFactory,
 ) -> int:
     """Make the store at `path` hold a vector for each of `keys` (an array of content keys,
@@ -53,7 +54,7 @@ def _embed(
     missing: list[int],
     vectors: np.ndarray,
     text: Callable[[int], str],
-    model: Encoder,
+    model: TextEncoder,
     progress: ProgressFactory,
     checkpoint: Callable[[list[int]], None],
 ) -> None:

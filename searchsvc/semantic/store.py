@@ -1,8 +1,9 @@
 """Paper vectors kept by content, so a rebuild embeds only papers whose text is new.
 
-One file per model, `<store dir>/<model id>.npz`, holding `keys` (a 16-byte digest of each
-embedded text) and `vectors` (float16 rows, unit length). It is replaced whole and
-atomically: a reader sees the old file or the new one, never a mix.
+One file per encoder, `<store dir>/<model id>.npz` (`selection.model_id`: int8 vectors are not
+fp32 ones), holding `keys` (a 16-byte digest of each embedded text) and `vectors` (float16
+rows, unit length). It is replaced whole and atomically: a reader sees the old file or the
+new one, never a mix.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from searchsvc.semantic.encoder import DIMENSIONS, MODEL_ID
+from searchsvc.semantic.encoder import DIMENSIONS
 
 KEY_BYTES = 16
 log = logging.getLogger(__name__)
@@ -40,8 +41,8 @@ class StoredVectors:
     vectors: np.ndarray  # (n, DIMENSIONS) float16
 
 
-def store_file(directory: Path) -> Path:
-    return directory / f"{MODEL_ID}.npz"
+def store_file(directory: Path, model_id: str) -> Path:
+    return directory / f"{model_id}.npz"
 
 
 # What reading a damaged .npz can raise: zipfile and numpy parse headers, sizes and flags from its bytes.

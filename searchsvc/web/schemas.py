@@ -371,6 +371,12 @@ class StatusSchema(Schema):
         required=True,
         metadata={"description": "on; pending while a rebuild embeds the papers (lexical until then); off."},
     )
+    encoder = fields.String(
+        metadata={
+            "description": "What embeds queries and papers, when ranking by meaning is on: onnx, onnx-int8 or numpy "
+            "(numpy too when the configured ONNX encoder cannot run)."
+        },
+    )
 
 
 class HealthSchema(Schema):

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from searchsvc.backends.whoosh.generation_vectors import KEYS_FILE, GenerationVectors
+from searchsvc.semantic.selection import model_id
 from searchsvc.semantic.store import load, lookup, store_file
+from searchsvc.settings import load_settings
 from tests.helpers.paths import REPO, SHARED_ACL
 from tests.helpers.servers import SEARCHSVC, environment
 
@@ -43,7 +45,7 @@ def read_strictly(path: Path) -> int:
 def kill_after_a_checkpoint(index_dir: Path, source: Path) -> int:
     """Rebuild `source`, reading the store as fast as possible; SIGKILL the rebuild once a checkpoint
     holds some of its papers. Return how many of them the store holds after the kill."""
-    store = store_file(index_dir / "vectors")
+    store = store_file(index_dir / "vectors", model_id(load_settings().encoder))
     env = environment(SEARCHSVC_INDEX_DIR=str(index_dir))
     command = [sys.executable, "-c", _FREQUENT_CHECKPOINTS, "rebuild", str(source)]
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as victim:
@@ -70,7 +72,7 @@ def test_a_rebuild_killed_while_embedding_keeps_its_progress(tmp_path: Path) -> 
     source = tmp_path / "papers.jsonl"
     with SHARED_ACL.open(encoding="utf-8") as records:
         source.write_text("".join(line for line, _ in zip(records, range(PAPERS), strict=False)), encoding="utf-8")
-    store = store_file(index_dir / "vectors")
+    store = store_file(index_dir / "vectors", model_id(load_settings().encoder))
 
     kill_after_a_checkpoint(index_dir, source)
     generation = published(index_dir)

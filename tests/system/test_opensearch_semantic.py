@@ -117,10 +117,10 @@ def test_a_paper_without_a_vector_leaves_its_tier_lexical(
     """Only a tier whose candidates all have vectors is fused; the others rank by words alone."""
     opensearch = engines["opensearch"]
     lacking = opensearch.search(SearchRequest(q="compositional embeddings")).hits[0]
-    stored = load(store_file(opensearch.settings.vector_store_dir))
+    stored = load(opensearch.vector_store)
     keep = stored.keys != content_key(paper_text(lacking.title, lacking.abstract))
     assert np.count_nonzero(~keep) == 1
-    save(store_file(tmp_path), StoredVectors(stored.keys[keep], stored.vectors[keep]))
+    save(store_file(tmp_path, opensearch.vector_store.stem), StoredVectors(stored.keys[keep], stored.vectors[keep]))
     partial = OpenSearchBackend(factory.settings(vector_store=str(tmp_path)))
     with monkeypatch_embed(partial):
         rebuild(partial, [SEEDS])  # loads every paper with its stored vector: all but one

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,8 +43,7 @@ from searchsvc.core.ranking import rank_page, related_order
 from searchsvc.core.suggestions import Suggestion, combine, typed
 from searchsvc.core.text import fold, has_word_starting
 from searchsvc.ingest.merging import Collection
-from searchsvc.semantic.encoder import shared_encoder
-from searchsvc.semantic.store import store_file
+from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
 ENGINE = "opensearch"
@@ -56,11 +57,15 @@ class OpenSearchBackend:
         self.settings = settings
         self.alias = settings.opensearch_index
         self.client = client or connect(settings)
-        self.vector_store = store_file(settings.vector_store_dir)
         where = ", ".join(settings.opensearch_url)
         self._where = where
         self.generations = Generations(self.client, self.alias, where)
         self.searches = AliasSearches(self.client, self.alias, where)
+
+    @property
+    def vector_store(self) -> Path:
+        """The running encoder's store file (loading the encoder, when ranking by meaning is on)."""
+        return vector_store(self.settings)
 
     # Building -------------------------------------------------------------------
 
@@ -114,7 +119,9 @@ class OpenSearchBackend:
         if not self.settings.semantic_ranking:
             return 0
         with cluster_errors(self._where):
-            return vectors.embed_index(self.client, self.generations, self.vector_store, progress)
+            return vectors.embed_index(
+                self.client, self.generations, self.vector_store, partial(rebuild_encoder, self.settings), progress
+            )
 
     # Reading --------------------------------------------------------------------
 
@@ -127,10 +134,10 @@ class OpenSearchBackend:
             count = self.client.count(index=self.alias)["count"]
         semantic, embedded = "off", {}
         if self.settings.semantic_ranking:
-            shared_encoder()  # loaded before the first search; a missing model shows in /readyz
+            encoder = query_encoder(self.settings).name  # loaded before the first search; a missing model: 503
             missing = self.searches.count(vectors.MISSING)
             semantic = "pending" if missing else "on"
-            embedded = {"embedded_papers": count - missing}
+            embedded = {"encoder": encoder, "embedded_papers": count - missing}
         meta = dict(mapping.get("_meta", {}))
         meta.pop("mapping_version", None)
         return dict(meta, generation=index, doc_count=count, semantic_ranking=semantic, **embedded)
@@ -326,7 +333,7 @@ class OpenSearchBackend:
         text = meaning(plan.tree)
         if not (self.settings.semantic_ranking and text):
             return None
-        return lambda: shared_encoder().encode([text])[0]
+        return lambda: query_encoder(self.settings).encode([text])[0]
 
     def _suggestion(
         self, request: SearchRequest, checks: list[spelling.Check], response: Dsl, all_words: int

@@ -11,7 +11,7 @@ when each of its candidates has a vector).
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from searchsvc.backends.opensearch.rebuilding import Generations
 from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
-from searchsvc.semantic.encoder import DIMENSIONS, shared_encoder
+from searchsvc.semantic.encoder import DIMENSIONS
+from searchsvc.semantic.selection import TextEncoder
 from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, load, lookup, paper_text
 
 MISSING: Dsl = {"bool": {"must_not": [{"term": {EMBEDDED: True}}]}}  # papers without a vector yet
@@ -67,7 +68,13 @@ def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
         yield document
 
 
-def embed_index(client: OpenSearch, generations: Generations, store: Path, progress: ProgressFactory) -> int:
+def embed_index(
+    client: OpenSearch,
+    generations: Generations,
+    store: Path,
+    encoder: Callable[[], TextEncoder],
+    progress: ProgressFactory,
+) -> int:
     """Embed the published index's papers whose text the store lacks, give every paper that
     has no vector yet its vector, and refresh; return how many papers were embedded."""
     index = generations.serving()
@@ -80,7 +87,7 @@ def embed_index(client: OpenSearch, generations: Generations, store: Path, progr
         source = lacking.get(paper_id) or client.get(index=index, id=paper_id)["_source"]
         return paper_text(source["title"], source.get("abstract") or "")
 
-    embedded = embed_new(store, keys, text, shared_encoder, progress)
+    embedded = embed_new(store, keys, text, encoder, progress)
     if lacking:
         generations.load(_updates(index, load(store), order, set(lacking)), lambda _done: None)
         client.indices.refresh(index=index)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import cached_property, wraps
+from functools import cached_property, partial, wraps
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -40,8 +40,7 @@ from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.core import spelling
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.ranking import Candidates, rank_page, related_order
-from searchsvc.semantic.encoder import shared_encoder
-from searchsvc.semantic.store import store_file
+from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
 ENGINE = "whoosh-reloaded"
@@ -73,9 +72,13 @@ class WhooshBackend:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.store = GenerationStore(settings.index_dir)
-        self.vector_store = store_file(settings.vector_store_dir)
-        self._generations = GenerationCache(self.store, self.vector_store)
+        self._generations = GenerationCache(self.store, lambda: self.vector_store)
         self._turn = threading.Lock()  # gevent's own lock in a gevent worker (it patches threading first)
+
+    @property
+    def vector_store(self) -> Path:
+        """The running encoder's store file (loading the encoder, when ranking by meaning is on)."""
+        return vector_store(self.settings)
 
     # Building -------------------------------------------------------------------
 
@@ -134,7 +137,7 @@ class WhooshBackend:
         # generation from being pruned by the next rebuild.
         hold = self.store.hold_current()
         try:
-            return embed_generation(hold.path, self.vector_store, progress)
+            return embed_generation(hold.path, self.vector_store, partial(rebuild_encoder, self.settings), progress)
         finally:
             hold.release()
 
@@ -156,9 +159,9 @@ class WhooshBackend:
         gen = self._generations.get()
         semantic, embedded = "off", {}
         if self.settings.semantic_ranking:
-            shared_encoder()  # loaded before the first search; a missing model shows in /readyz
+            encoder = query_encoder(self.settings).name  # loaded before the first search; a missing model: 503
             semantic = "on" if gen.vectors.get() is not None else "pending"
-            embedded = {"embedded_papers": gen.vectors.embedded()}
+            embedded = {"encoder": encoder, "embedded_papers": gen.vectors.embedded()}
         doc_count = gen.searcher.doc_count()
         return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic, **embedded)
 
@@ -311,7 +314,7 @@ class WhooshBackend:
         text = meaning(found.tree)
         if not (self.settings.semantic_ranking and text) or found.gen.vectors.get() is None:
             return None  # off, nothing to mean, or the rebuild is still embedding this generation
-        return lambda: shared_encoder().encode([text])[0]
+        return lambda: query_encoder(self.settings).encode([text])[0]
 
     def _suggestion(self, found: _Found, request: SearchRequest) -> str | None:
         """A respelling of words no paper contains, if it finds more papers ("did you mean")."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def _close(searcher: Searcher, hold: GenerationHold) -> None:
 class GenerationCache:
     """Hands out the published generation, checking the pointer (one stat) on every call."""
 
-    def __init__(self, store: GenerationStore, vector_store: Path) -> None:
+    def __init__(self, store: GenerationStore, vector_store: Callable[[], Path]) -> None:
         self._store = store
         self._vector_store = vector_store
         self._lock = threading.Lock()
@@ -96,7 +97,8 @@ class GenerationCache:
             with self._lock:
                 if self._current is None or self._store.stamp() != self._current.stamp:
                     self._current = None  # drop our reference first: a failed open must not serve stale data
-                    self._current = OpenGeneration(self._store.hold_current(), self._vector_store)
+                    vector_store = self._vector_store()  # before the hold: loading the model may fail
+                    self._current = OpenGeneration(self._store.hold_current(), vector_store)
                 return self._current
         except OSError as exc:  # permissions, a damaged disk: the reason goes to /readyz, not a 500
             raise IndexUnavailable(

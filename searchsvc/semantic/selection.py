@@ -1,0 +1,95 @@
+"""Which encoder computes the vectors: the one the `encoder` setting names, or numpy if it cannot run.
+
+ONNX Runtime is the fast path, but a machine without it (or where the model cannot be
+built) still ranks by meaning with the numpy encoder: the service says so once, in the
+log, and `searchsvc status` and /readyz name the encoder that runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from searchsvc.semantic.encoder import MODEL_ID, checked_model_files, load_tokenizer, model_dir, numpy_encoder
+from searchsvc.semantic.store import store_file
+
+if TYPE_CHECKING:
+    from searchsvc.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class TextEncoder(Protocol):
+    name: str  # the encoder that runs, as the setting names it
+    model_id: str  # names its vectors in the store: other numbers, another id
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+    def token_count(self, texts: list[str]) -> int: ...
+
+
+def model_id(name: str) -> str:
+    """The store name of `name`'s vectors. fp32 ONNX gives the numpy encoder's numbers (to ~2e-7, below
+    float16's resolution in the store; tests/unit/semantic/test_onnx_encoder.py), so they share a store;
+    int8 vectors differ by up to ~0.05 a component and have their own."""
+    return f"{MODEL_ID}-{name}" if name == "onnx-int8" else MODEL_ID
+
+
+def query_encoder(settings: Settings) -> TextEncoder:
+    """The encoder a search embeds its query with: one thread, as each gunicorn worker has a core."""
+    return shared_encoder(settings.encoder, settings.model_cache_dir)
+
+
+def rebuild_encoder(settings: Settings) -> TextEncoder:
+    """The encoder a rebuild embeds papers with, on every core."""
+    return shared_encoder(settings.encoder, settings.model_cache_dir, rebuild_threads())
+
+
+def vector_store(settings: Settings) -> Path:
+    """The store file of the running encoder's vectors: after a fall back to numpy it is numpy's
+    own, so vectors of two encoders never mix. With ranking by meaning off, no model is loaded."""
+    name = query_encoder(settings).model_id if settings.semantic_ranking else model_id(settings.encoder)
+    return store_file(settings.vector_store_dir, name)
+
+
+@cache
+def shared_encoder(name: str = "numpy", cache_dir: Path | None = None, threads: int = 1) -> TextEncoder:
+    """One encoder per process and choice; `threads` > 1 only for a rebuild, never in a web worker."""
+    if name == "numpy":
+        return numpy_encoder()
+    _weights, tokenizer = checked_model_files(model_dir())  # a missing model is a 503 whichever encoder runs
+    model = _onnx_model(name, cache_dir or Path())
+    if model is None:
+        return numpy_encoder()
+    from searchsvc.semantic.onnx_encoder import OnnxEncoder
+
+    return OnnxEncoder(name, model_id(name), model, load_tokenizer(tokenizer), threads)
+
+
+@cache
+def _onnx_model(name: str, cache_dir: Path) -> Path | None:
+    """The checked model file, or None (said once, in the log) when ONNX Runtime is missing or
+    the model cannot be built."""
+    try:
+        import onnxruntime  # noqa: F401 - the runtime itself, before building anything for it
+
+        from searchsvc.semantic.onnx_model import model_file
+
+        return model_file(name, cache_dir)
+    except ImportError as exc:
+        reason = f"onnxruntime cannot be imported ({exc})"
+    except (OSError, RuntimeError, ValueError) as exc:  # an unwritable cache, a build that differs
+        reason = f"{type(exc).__name__}: {exc}"
+    log.warning("the %s encoder cannot run, so the numpy encoder is used (about 4x slower): %s", name, reason)
+    return None
+
+
+def rebuild_threads() -> int:
+    """Threads for embedding a rebuild's papers: every core (measured against worker processes in
+    docs/performance.md)."""
+    return len(os.sched_getaffinity(0))
