@@ -160,9 +160,7 @@ class OpenSearchBackend:
         }
         if plan.tiered:
             body["aggs"]["all_words"] = plan.all_words_agg()
-        words = self._scored_words(plan) if ranked else None
-        if words:
-            body["aggs"].update(word_rescoring.statistics_aggs(words[0]))
+        words = self._ask_word_statistics(plan, body["aggs"]) if ranked else None
         checks = respelling.checks(plan.tree)
         if checks:
             spelling_aggs, body["suggest"] = respelling.aggs_and_suggesters(checks)
@@ -199,9 +197,7 @@ class OpenSearchBackend:
         counts = body | {"size": 0, "track_total_hits": True, "aggs": {}}
         if plan.tiered:
             counts["aggs"]["all_words"] = plan.all_words_agg()
-        words = self._scored_words(plan)
-        if words:
-            counts["aggs"].update(word_rescoring.statistics_aggs(words[0]))
+        words = self._ask_word_statistics(plan, counts["aggs"])
         response = self._search(counts)
         total = response["hits"]["total"]["value"]
         all_words = response["aggregations"]["all_words"]["doc_count"] if plan.tiered else total
@@ -299,13 +295,17 @@ class OpenSearchBackend:
     def _tier_sizes(plan: Plan, total: int, all_words: int) -> list[int]:
         return [all_words, total - all_words] if plan.tiered else [total]
 
-    def _scored_words(self, plan: Plan) -> tuple[list[word_rescoring.ScoredWord], bool] | None:
-        """The words a query of plain words scores by BM25F, and whether they are a group."""
+    def _ask_word_statistics(self, plan: Plan, aggs: Dsl) -> tuple[list[word_rescoring.ScoredWord], bool] | None:
+        """For a query of plain words: the words it scores by BM25F and whether they are a group,
+        with the aggregation of their statistics added to `aggs` (the search's first request)."""
         typed = word_rescoring.plain_words(plan.tree)
         if typed is None:
             return None
         words = self.searches.asked(lambda: word_rescoring.analysed(typed, self.client, self.alias))
-        return (words, typed.grouped) if words else None
+        if not words:
+            return None
+        aggs.update(word_rescoring.statistics_aggs(words))
+        return words, typed.grouped
 
     def _rescorer(
         self, words: tuple[list[word_rescoring.ScoredWord], bool], aggs: Dsl
