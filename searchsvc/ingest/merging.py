@@ -8,10 +8,10 @@ papers do not depend on the order the records arrive in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from searchsvc.core.paper import Paper
+from searchsvc.core.paper import Paper, paper_id_for_title
 from searchsvc.core.text import normalise_title
 
 
@@ -31,13 +31,14 @@ class Collection:
 class _Group:
     """One paper being merged, the keys it answers to, and every id its records carried."""
 
-    __slots__ = ("order", "paper", "keys", "ids")
+    __slots__ = ("order", "paper", "keys", "ids", "own_ids")
 
     def __init__(self, order: int, paper: Paper) -> None:
         self.order = order  # the first paper read keeps its title, year and abstract
         self.paper = paper
         self.keys = _keys(paper)
         self.ids = {paper.id}
+        self.own_ids = _own_id(paper)  # every record's id came from its source, none from its title
 
 
 def merge_records(records: Iterable[Paper], warn: Callable[[str], None]) -> Collection:
@@ -48,7 +49,7 @@ def merge_records(records: Iterable[Paper], warn: Callable[[str], None]) -> Coll
     for record in records:
         count += 1
         keys = _keys(record)
-        matches = list({id(g): g for g in (by_key.get(key) for key in keys) if g is not None}.values())
+        matches = list({id(g): g for g in _same_paper(record, keys, by_key, warn)}.values())
         if not matches:
             group = _Group(count, record)
             groups[id(group)] = group
@@ -58,18 +59,54 @@ def merge_records(records: Iterable[Paper], warn: Callable[[str], None]) -> Coll
                 _merge_into(group.paper, other.paper, warn)
                 group.keys.extend(k for k in other.keys if k not in group.keys)
                 group.ids |= other.ids
+                group.own_ids = group.own_ids and other.own_ids
                 del groups[id(other)]
             _merge_into(group.paper, record, warn)
             group.keys.extend(k for k in keys if k not in group.keys)
             group.ids.add(record.id)
+            group.own_ids = group.own_ids and _own_id(record)
         for key in group.keys:
-            by_key[key] = group
+            owner = by_key.get(key)
+            if owner is None or id(owner) not in groups:  # a DOI kept apart stays its first paper's
+                by_key[key] = group
     papers: dict[str, Paper] = {}
     for group in groups.values():
         # The smallest id of all the paper's records: the same whatever order they were read in.
         group.paper.id = min(group.ids)
         papers[group.paper.id] = group.paper
     return Collection(papers, count)
+
+
+def _same_paper(
+    record: Paper, keys: list[str], by_key: dict[str, _Group], warn: Callable[[str], None]
+) -> Iterator[_Group]:
+    """The papers read so far that `record` is: by id, or by DOI or arXiv id.
+
+    A DOI or arXiv id joins records whatever their titles (a preprint is often renamed when
+    published), unless both records have ids of their own from their sources, which then say
+    they are two papers: a shared DOI under another title and another id is a slip in the data
+    (the ACL records give W18-6482 the DOI of W18-6481), so the two are kept apart, with a warning.
+    """
+    title = normalise_title(record.title)
+    for key in keys:
+        group = by_key.get(key)
+        if group is None:
+            continue
+        if (
+            key.startswith("id:")
+            or normalise_title(group.paper.title) == title
+            or not (group.own_ids and _own_id(record))
+        ):
+            yield group
+        else:
+            warn(
+                f"{record.sources[0]}: {key} is also {group.paper.sources[0]}'s, a paper with another title; kept apart"
+            )
+
+
+def _own_id(paper: Paper) -> bool:
+    """Whether the paper's id came from its source, not from its title."""
+    return paper.id != paper_id_for_title(paper.title)
 
 
 def _keys(paper: Paper) -> list[str]:

@@ -98,8 +98,9 @@ def test_profile_and_jsonl_records_of_one_paper_merge(write) -> None:
 
 
 def _record(line: int, paper_id: str, title: str, **ids: str) -> Paper:
+    """A record; an empty `paper_id` is derived from the title, as BibTeX, RIS, CSV and Atom records' are."""
     return Paper(
-        id=paper_id,
+        id=paper_id or paper_id_for_title(title),
         title=title,
         abstract="",
         year=None,
@@ -113,8 +114,8 @@ def _record(line: int, paper_id: str, title: str, **ids: str) -> Paper:
 def test_same_doi_or_arxiv_id_is_one_paper_whatever_the_title_or_version() -> None:
     records = [
         _record(1, "a", "Preprint title", arxiv="1906.00091v1"),
-        _record(2, "b", "Published title", arxiv="arXiv:1906.00091v2", doi_text="10.5555/X"),
-        _record(3, "c", "Third spelling", doi_text="https://doi.org/10.5555/x"),
+        _record(2, "", "Published title", arxiv="arXiv:1906.00091v2", doi_text="10.5555/X"),
+        _record(3, "", "Third spelling", doi_text="https://doi.org/10.5555/x"),
         _record(4, "d", "Another paper", doi_text="10.5555/other"),
     ]
     collection = merge_records(records, lambda m: None)
@@ -126,10 +127,10 @@ def test_same_doi_or_arxiv_id_is_one_paper_whatever_the_title_or_version() -> No
 
 def test_a_record_joins_papers_read_apart_whatever_the_order() -> None:
     records = [
-        _record(1, "by-doi", "One", doi_text="10.5555/one"),
-        _record(2, "by-arxiv", "Uno", arxiv="2001.01234"),
-        _record(3, "bridge", "Eins", doi_text="10.5555/one", arxiv="2001.01234"),
-        _record(4, "alone", "Other"),
+        _record(1, "", "One", doi_text="10.5555/one"),
+        _record(2, "", "Uno", arxiv="2001.01234"),
+        _record(3, "", "Eins", doi_text="10.5555/one", arxiv="2001.01234"),
+        _record(4, "", "Other"),
     ]
     results = set()
     for seed in range(12):
@@ -137,7 +138,29 @@ def test_a_record_joins_papers_read_apart_whatever_the_order() -> None:
         random.Random(seed).shuffle(shuffled)
         papers = merge_records([_copy(r) for r in shuffled], lambda m: None).papers
         results.add(tuple(sorted((pid, tuple(sorted(p.authors))) for pid, p in papers.items())))
-    assert results == {(("alone", ("A4",)), ("bridge", ("A1", "A2", "A3")))}
+    expected = sorted(
+        [
+            (paper_id_for_title("Other"), ("A4",)),
+            (min(map(paper_id_for_title, ("One", "Uno", "Eins"))), ("A1", "A2", "A3")),
+        ]
+    )
+    assert results == {tuple(expected)}
+
+
+def test_a_shared_doi_under_another_title_and_another_own_id_is_two_papers() -> None:
+    """As in the ACL records, where W18-6482 carries the DOI of W18-6481."""
+    warnings: list[str] = []
+    records = [
+        _record(1, "W18-6481", "Accurate semantic textual similarity", doi_text="10.18653/v1/W18-6481"),
+        _record(2, "W18-6482", "Alibaba submission to the WMT18 task", doi_text="10.18653/v1/W18-6481"),
+        _record(3, "", "Accurate Semantic Textual Similarity", doi_text="10.18653/v1/W18-6481"),
+    ]
+    collection = merge_records(records, warnings.append)
+    assert sorted(collection.papers) == ["W18-6481", "W18-6482"]
+    assert collection.papers["W18-6481"].authors == ["A1", "A3"]
+    assert warnings == [
+        "s.jsonl:2: doi:10.18653/v1/w18-6481 is also s.jsonl:1's, a paper with another title; kept apart"
+    ]
 
 
 def _copy(paper: Paper) -> Paper:
