@@ -15,7 +15,6 @@ Whoosh computes it over whole posting lists (whoosh/word_scores.py) or in its ma
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from math import log
 
 import numpy as np
@@ -52,9 +51,9 @@ def stored_lengths(lengths: npt.ArrayLike) -> Floats:
     return _LENGTH_OF_BYTE[np.minimum(np.searchsorted(_BYTE_LENGTHS, counts, side="left"), 255)]
 
 
-def stored_length(length: int) -> float:
-    """One field length as Whoosh keeps it (`stored_lengths`)."""
-    return float(_LENGTH_OF_BYTE[min(bisect_left(_BYTE_LENGTHS, length), 255)])
+def length_of_byte(codes: npt.NDArray[np.int64]) -> Floats:
+    """The lengths Whoosh's one-byte codes stand for (a segment's length column, read at once)."""
+    return _LENGTH_OF_BYTE[codes]
 
 
 def length_norm(lengths: Floats, average: float, field: str) -> Floats:

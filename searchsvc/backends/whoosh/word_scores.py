@@ -24,7 +24,6 @@ from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
 from whoosh.query import Query
 from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
-from whoosh.util.numeric import byte_to_length
 
 from searchsvc.backends import bm25f
 from searchsvc.backends.whoosh.facets import Mask
@@ -158,16 +157,13 @@ class Postings:
         return found
 
 
-_LENGTH_OF_BYTE = np.array([0] + [byte_to_length(b) for b in range(1, 256)], dtype=np.float64)
-
-
 def _lengths(reader: IndexReader, field: str) -> Floats:
     """One segment's field lengths: its length column read at once, else document by document."""
     count = reader.doc_count_all()
     perdoc = getattr(reader, "_perdoc", None)
     if perdoc is not None and perdoc.has_column(_lenfield(field)):
         column = perdoc.column_reader(_lenfield(field), LENGTHS_COLUMN)
-        return _LENGTH_OF_BYTE[np.fromiter(column, dtype=np.int64, count=count)]
+        return bm25f.length_of_byte(np.fromiter(column, dtype=np.int64, count=count))
     return np.array([reader.doc_field_length(d, field, 0) or 0 for d in range(count)], dtype=np.float64)
 
 

@@ -12,7 +12,9 @@ def test_stored_lengths_are_whooshs_one_byte_lengths() -> None:
     lengths = np.arange(0, 120_000)
     expected = np.array([byte_to_length(length_to_byte(int(n))) for n in lengths], dtype=np.float64)
     assert np.array_equal(bm25f.stored_lengths(lengths), expected)
-    assert bm25f.stored_length(11) == 12.0 and bm25f.stored_length(10) == 10.0
+    assert list(bm25f.stored_lengths([11, 10])) == [12.0, 10.0]
+    codes = np.arange(256)
+    assert np.array_equal(bm25f.length_of_byte(codes), [byte_to_length(int(code)) for code in codes])
 
 
 def test_the_coordination_bonus_rewards_matching_more_of_the_words() -> None:
