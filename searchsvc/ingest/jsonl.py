@@ -12,50 +12,29 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.ingest.lines import numbered_lines
+from searchsvc.ingest.fields import FieldProblem
+from searchsvc.ingest.json_records import json_papers
 
 _MIN_YEAR, _MAX_YEAR = 1000, 2999
 
 
-class _Invalid(Exception):
-    """A field problem inside one line; the reader adds the file and line."""
-
-
 def read_jsonl(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     """Yield one paper per non-blank line, failing on the first malformed one."""
-    where = str(path)
-    found = 0
-    last = 1
-    for number, text in numbered_lines(path):
-        last = number
-        if not text.strip():
-            continue
-        try:
-            yield _paper(json.loads(text), SourceLocation(where, number), warn)
-        except json.JSONDecodeError as exc:
-            raise SourceFormatError(where, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        except _Invalid as exc:
-            raise SourceFormatError(where, number, str(exc)) from None
-        found += 1
-    if found == 0:
-        raise SourceFormatError(where, last, "file has no records")
+    return json_papers(path, lambda obj, where: _paper(obj, where, warn))
 
 
-def _paper(obj: Any, where: SourceLocation, warn: Callable[[str], None]) -> Paper:
-    if not isinstance(obj, dict):
-        raise _Invalid(f"expected a JSON object, found {type(obj).__name__}")
+def _paper(obj: dict[str, Any], where: SourceLocation, warn: Callable[[str], None]) -> Paper:
     title = _text(obj, "title")
     if not title:
-        raise _Invalid("record has no title")
+        raise FieldProblem("record has no title")
     given_id = obj.get("id")
     if isinstance(given_id, bool) or not isinstance(given_id, (str, int, type(None))):
-        raise _Invalid(f"'id' must be a string or an integer, found {json.dumps(given_id)}")
+        raise FieldProblem(f"'id' must be a string or an integer, found {json.dumps(given_id)}")
     paper_id = str(given_id).strip() if given_id is not None else ""
     if paper_id and (problem := id_problem(paper_id)):
-        raise _Invalid(f"'id' {_preview(paper_id)} {problem}")
+        raise FieldProblem(f"'id' {_preview(paper_id)} {problem}")
     given = {name: _text(obj, name) for name in ("arxiv", "doi", "url")}
     identifiers = Identifiers.of(arxiv=given["arxiv"], doi_text=given["doi"], url=given["url"])
     for name, value in given.items():
@@ -78,7 +57,7 @@ def _text(obj: dict[str, Any], key: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise _Invalid(f"'{key}' must be a string, found {json.dumps(value)[:60]}")
+        raise FieldProblem(f"'{key}' must be a string, found {json.dumps(value)[:60]}")
     return " ".join(value.split())
 
 
@@ -88,7 +67,7 @@ def _year(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not _MIN_YEAR <= value <= _MAX_YEAR:
-        raise _Invalid(f"'year' must be a year such as 2021 or null, found {json.dumps(value)[:60]}")
+        raise FieldProblem(f"'year' must be a year such as 2021 or null, found {json.dumps(value)[:60]}")
     return value
 
 
@@ -97,7 +76,7 @@ def _names(obj: dict[str, Any], key: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise _Invalid(f"'{key}' must be a list of strings, found {json.dumps(value)[:60]}")
+        raise FieldProblem(f"'{key}' must be a list of strings, found {json.dumps(value)[:60]}")
     return list(dict.fromkeys(name for name in (" ".join(item.split()) for item in value) if name))
 
 

@@ -64,6 +64,7 @@ def test_missing_id_is_derived_from_the_title(write) -> None:
         ('{"id": "x", "title": "T", "authors": "Ada"}', "'authors' must be a list of strings, found \"Ada\""),
         ('{"id": "x", "title": "T", "categories": [1]}', "'categories' must be a list of strings, found [1]"),
         ('{"id": ["x"], "title": "T"}', "'id' must be a string or an integer, found [\"x\"]"),
+        ("[" * 100_000, "JSON nested too deeply"),
     ],
 )
 def test_malformed_line_names_file_and_line(write, line: str, problem: str) -> None:
