@@ -4,8 +4,8 @@ Writes the same N papers (the ACL records, extended with labelled synthetic ones
 as our JSON lines, a BibTeX file (our export, names and accents in LaTeX as reference managers
 write them) and an arXiv OAI snapshot, then times each in a fresh process in two passes:
 `read` streams the records and drops them (what the reader itself costs, and whether its memory
-grows with the file) and `read+merge` is the rebuild's reading phase (every paper held once, so
-its memory grows with the papers, whatever the format). Indexing after that is the same for
+grows with the file) and `read+merge` is the rebuild's reading phase (every paper merged into the
+scratch store on disk, `ingest/collection.py`). Indexing after that is the same for
 every format. With `--rebuild` it runs the whole `searchsvc rebuild` of each file instead (Whoosh,
 lexical ranking, a fresh index folder each), for its time and its peak memory with indexing.
 With `--bibtex-parsers` it also parses the BibTeX file whole with bibtexparser 2 and with pybtex
@@ -40,7 +40,8 @@ started = time.perf_counter()
 if mode == "read":
     count = sum(1 for _ in read_records([path], lambda m: None))
 else:
-    count = merge_records(read_records([path], lambda m: None), lambda m: None).records
+    with merge_records(read_records([path], lambda m: None), lambda m: None) as collection:
+        count = collection.records
 print(count, time.perf_counter() - started)
 """
 

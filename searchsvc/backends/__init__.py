@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from searchsvc.ingest.merging import Collection
+from searchsvc.ingest.collection import Collection
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.suggestions import Suggestion

@@ -71,7 +71,8 @@ class Paper:
 
 
 def catalogue_key(year: int | None, paper_id: str, newest: bool = True) -> tuple[bool, int, str]:
-    """Newest- (or oldest-) first order: undated papers last either way, ties by id.
+    """Newest- (or oldest-) first order: undated papers last either way, ties by id (a rebuild's
+    scratch store sorts by the same rule in SQL: `ingest.collection`).
 
     Every engine breaks ranking ties by this order (newest first), so equal scores list alike.
     """

@@ -9,77 +9,48 @@ papers do not depend on the order the records arrive in.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from searchsvc.core.paper import Paper, paper_id_for_title
 from searchsvc.core.text import normalise_title
-
-
-@dataclass
-class Collection:
-    """The distinct papers of a rebuild, keyed by id, and how many records they came from."""
-
-    papers: dict[str, Paper]
-    records: int
-
-    @property
-    def merged(self) -> int:
-        """Records folded into a paper already read from another record."""
-        return self.records - len(self.papers)
-
-
-class _Group:
-    """One paper being merged, the keys it answers to, and every id its records carried."""
-
-    __slots__ = ("order", "paper", "keys", "ids", "own_ids")
-
-    def __init__(self, order: int, paper: Paper) -> None:
-        self.order = order  # the first paper read keeps its title, year and abstract
-        self.paper = paper
-        self.keys = _keys(paper)
-        self.ids = {paper.id}
-        self.own_ids = _own_id(paper)  # every record's id came from its source, none from its title
+from searchsvc.ingest.collection import Collection, Group, MergeStore
 
 
 def merge_records(records: Iterable[Paper], warn: Callable[[str], None]) -> Collection:
-    """Merge records that share an identifier; each paper is held once, whatever the input size."""
-    by_key: dict[str, _Group] = {}
-    groups: dict[int, _Group] = {}  # by id() of the group: the live ones, in first-read order
+    """Merge records that share an identifier, on disk (`ingest.collection`): memory stays flat
+    whatever the input size. Close the collection when done with it."""
+    store = MergeStore()
+    try:
+        return _merge_into_store(records, store, warn)
+    except BaseException:
+        store.discard()
+        raise
+
+
+def _merge_into_store(records: Iterable[Paper], store: MergeStore, warn: Callable[[str], None]) -> Collection:
     count = 0
     for record in records:
         count += 1
         keys = _keys(record)
-        matches = list({id(g): g for g in _same_paper(record, keys, by_key, warn)}.values())
+        matches = list({g.number: g for g in _same_paper(record, keys, store, warn)}.values())
         if not matches:
-            group = _Group(count, record)
-            groups[id(group)] = group
+            number, paper, title = count, record, normalise_title(record.title)
+            min_id, own_ids = record.id, _own_id(record)
         else:
-            group, *others = sorted(matches, key=lambda g: g.order)
+            group, *others = sorted(matches, key=lambda g: g.number)
+            number, paper, title = group.number, store.paper(group.number), group.title
             for other in others:
-                _merge_into(group.paper, other.paper, warn)
-                group.keys.extend(k for k in other.keys if k not in group.keys)
-                group.ids |= other.ids
-                group.own_ids = group.own_ids and other.own_ids
-                del groups[id(other)]
-            _merge_into(group.paper, record, warn)
-            group.keys.extend(k for k in keys if k not in group.keys)
-            group.ids.add(record.id)
-            group.own_ids = group.own_ids and _own_id(record)
-        for key in group.keys:
-            owner = by_key.get(key)
-            if owner is None or id(owner) not in groups:  # a DOI kept apart stays its first paper's
-                by_key[key] = group
-    papers: dict[str, Paper] = {}
-    for group in groups.values():
-        # The smallest id of all the paper's records: the same whatever order they were read in.
-        group.paper.id = min(group.ids)
-        papers[group.paper.id] = group.paper
-    return Collection(papers, count)
+                _merge_into(paper, store.paper(other.number), warn)
+                store.absorb(number, other.number)
+            _merge_into(paper, record, warn)
+            # The smallest id of all the paper's records: the same whatever order they were read in.
+            min_id = min(record.id, *(g.min_id for g in matches))
+            own_ids = _own_id(record) and all(g.own_ids for g in matches)
+        store.put(number, paper, title, min_id, own_ids)
+        store.claim(keys, number)
+    return store.finish(count)
 
 
-def _same_paper(
-    record: Paper, keys: list[str], by_key: dict[str, _Group], warn: Callable[[str], None]
-) -> Iterator[_Group]:
+def _same_paper(record: Paper, keys: list[str], store: MergeStore, warn: Callable[[str], None]) -> Iterator[Group]:
     """The papers read so far that `record` is: by id, or by DOI or arXiv id.
 
     A DOI or arXiv id joins records whatever their titles (a preprint is often renamed when
@@ -87,21 +58,16 @@ def _same_paper(
     they are two papers: a shared DOI under another title and another id is a slip in the data
     (the ACL records give W18-6482 the DOI of W18-6481), so the two are kept apart, with a warning.
     """
+    owners = dict(store.groups_of(keys))
     title = normalise_title(record.title)
     for key in keys:
-        group = by_key.get(key)
+        group = owners.get(key)
         if group is None:
             continue
-        if (
-            key.startswith("id:")
-            or normalise_title(group.paper.title) == title
-            or not (group.own_ids and _own_id(record))
-        ):
+        if key.startswith("id:") or group.title == title or not (group.own_ids and _own_id(record)):
             yield group
         else:
-            warn(
-                f"{record.sources[0]}: {key} is also {group.paper.sources[0]}'s, a paper with another title; kept apart"
-            )
+            warn(f"{record.sources[0]}: {key} is also {group.first_source}'s, a paper with another title; kept apart")
 
 
 def _own_id(paper: Paper) -> bool:

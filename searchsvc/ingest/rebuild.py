@@ -73,8 +73,9 @@ def rebuild(
         with progress("reading", None) as advance:
             collection = merge_records(_counted(read_records(files, note, by_format), advance), note)
         names = [str(path) for path in files]
-        with progress("indexing", len(collection.papers)) as advance:
+        with collection, progress("indexing", len(collection)) as advance:
             generation = backend.build(collection, advance, {"sources": names})
+            papers, without_abstract = len(collection), collection.without_abstract()
         try:
             embedded = backend.embed(progress)
         except (SearchsvcError, OSError) as exc:
@@ -85,14 +86,14 @@ def rebuild(
     return RebuildReport(
         files=names,
         records=collection.records,
-        papers=len(collection.papers),
+        papers=papers,
         merged=collection.merged,
         generation=generation,
         seconds=time.monotonic() - started,
         embedded=embedded,
         warnings=warnings,
         by_format=dict(by_format),
-        without_abstract=sum(1 for paper in collection.papers.values() if not paper.abstract),
+        without_abstract=without_abstract,
     )
 
 

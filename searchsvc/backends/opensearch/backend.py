@@ -42,7 +42,7 @@ from searchsvc.core.query import meaning
 from searchsvc.core.ranking import rank_page, related_order
 from searchsvc.core.suggestions import Suggestion, combine, typed
 from searchsvc.core.text import fold, has_word_starting
-from searchsvc.ingest.merging import Collection
+from searchsvc.ingest.collection import Collection
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -83,16 +83,16 @@ class OpenSearchBackend:
         meta = {
             **provenance,
             "engine": f"{ENGINE} (opensearch-py {version('opensearch-py')})",
-            "doc_count": len(collection.papers),
+            "doc_count": len(collection),
             "records": collection.records,
             "merged": collection.merged,
         }
         with cluster_errors(self._where):
             self.client.indices.create(index=name, body=index_body(self.settings.opensearch_shards, meta))
             try:
-                self._load(name, collection.papers.values(), progress)
+                self._load(name, collection, progress)
                 self.generations.replicate(name, self.settings.opensearch_replicas)
-                self.generations.check(name, len(collection.papers))
+                self.generations.check(name, len(collection))
                 built_at = datetime.now(UTC).isoformat(timespec="seconds")
                 self.client.indices.put_mapping(index=name, body={"_meta": {**meta, "built_at": built_at}})
                 self.generations.publish(name)

@@ -32,7 +32,7 @@ from searchsvc.backends.whoosh.spelling import unstemmed_tokens as _unstemmed_to
 from searchsvc.backends.whoosh.spelling import write_vocabulary
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
-from searchsvc.ingest.merging import Collection
+from searchsvc.ingest.collection import Collection
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, check_term_count, meaning, parse
@@ -97,8 +97,8 @@ class WhooshBackend:
         """
         generation = self.store.new_generation()
         try:
-            write_index(generation, collection.papers.values(), self.settings.build_memory_mb, progress)
-            self._check(generation, len(collection.papers))
+            write_index(generation, collection, self.settings.build_memory_mb, progress)
+            self._check(generation, len(collection))
             write_content_keys(generation)
             write_vocabulary(generation)
             self.store.finish(
@@ -107,7 +107,7 @@ class WhooshBackend:
                     **provenance,
                     "engine": f"{ENGINE} {version(ENGINE)}",
                     "schema_version": SCHEMA_VERSION,
-                    "doc_count": len(collection.papers),
+                    "doc_count": len(collection),
                     "records": collection.records,
                     "merged": collection.merged,
                     "built_at": datetime.now(UTC).isoformat(timespec="seconds"),

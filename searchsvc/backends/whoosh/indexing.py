@@ -1,4 +1,4 @@
-"""Papers → one Whoosh index in a generation directory, written by several processes at once.
+"""A collection → one Whoosh index in a generation directory, written by several processes at once.
 
 Whoosh's analysis and posting writing are pure Python, so one writer uses one core. The
 papers are cut into contiguous runs of the newest-first order and each run is written as
@@ -20,7 +20,7 @@ import queue
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ from whoosh.codec.base import Segment
 from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, build_schema
-from searchsvc.core.paper import Paper, catalogue_key
+from searchsvc.core.paper import Paper
+from searchsvc.ingest.collection import Collection
 
 Progress = Callable[[int], None]
 # Each process writes at least this many papers. Forking and one more segment per search
@@ -41,26 +42,24 @@ PROCESSES: int | None = None  # writer processes at most; None: one per CPU core
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
-def write_index(directory: Path, papers: Iterable[Paper], memory_mb: int, progress: Progress) -> None:
-    """Index `papers` into `directory`: one segment per process, committed once.
+def write_index(directory: Path, collection: Collection, memory_mb: int, progress: Progress) -> None:
+    """Index `collection` into `directory`: one segment per process, committed once.
 
-    Documents are numbered newest first (segment after segment, each a contiguous run of
-    that order): Whoosh breaks score ties by the lower document number, which makes
-    relevance ties go to the newer paper, and sorting by newest is sorting by document
-    number. Only the oldest-first position needs a column.
+    Documents are numbered in the collection's newest-first catalogue order (segment after
+    segment, each a contiguous run of that order): Whoosh breaks score ties by the lower
+    document number, which makes relevance ties go to the newer paper, and sorting by newest
+    is sorting by document number. Only the oldest-first position needs a column.
     """
-    ordered = sorted(papers, key=lambda paper: catalogue_key(paper.year, paper.id))
-    oldest_rank = _ranks(sorted(range(len(ordered)), key=lambda i: catalogue_key(ordered[i].year, ordered[i].id, newest=False)))
-    runs = _runs(len(ordered), PROCESSES or os.cpu_count() or 1)
+    runs = _runs(len(collection), PROCESSES or os.cpu_count() or 1)
     ix = index.create_in(str(directory), build_schema())
     try:
         writer = SegmentWriter(ix, limitmb=memory_mb)  # holds the index lock; children write without it
         try:
             if len(runs) == 1:
-                _add(writer, ordered, oldest_rank, 0, len(ordered), progress)
+                _add(writer, collection.catalogue(), progress)
                 writer.commit()
             else:
-                segments = _write_in_children(ix, ordered, oldest_rank, runs, memory_mb // len(runs), progress)
+                segments = _write_in_children(ix, collection, runs, memory_mb // len(runs), progress)
                 writer._close_segment()
                 writer._commit_toc(segments)
                 writer._finish()
@@ -79,11 +78,8 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
     return list(zip(bounds, bounds[1:], strict=False))
 
 
-def _add(
-    writer: SegmentWriter, ordered: Sequence[Paper], ranks: Sequence[int], start: int, end: int, progress: Progress
-) -> None:
-    for i in range(start, end):
-        paper = ordered[i]
+def _add(writer: SegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> None:
+    for paper, oldest_rank in papers:
         writer.add_document(
             **paper.stored(),
             title_exact=paper.title,
@@ -93,25 +89,21 @@ def _add(
             facet_year=_column_list([] if paper.year is None else [paper.year]),
             facet_subject=_column_list(paper.subjects),
             facet_author=_column_list(paper.authors),
-            **{OLDEST_RANK: ranks[i]},
+            **{OLDEST_RANK: oldest_rank},
         )
         progress(1)
 
 
 def _write_in_children(
-    ix: index.Index,
-    ordered: Sequence[Paper],
-    ranks: Sequence[int],
-    runs: list[tuple[int, int]],
-    memory_mb: int,
-    progress: Progress,
+    ix: index.Index, collection: Collection, runs: list[tuple[int, int]], memory_mb: int, progress: Progress
 ) -> list[Segment]:
-    """Each run written as one segment by a forked child (which inherits the papers); the segments in run order."""
+    """Each run written as one segment by a forked child (which reads its run from the collection's
+    file); the segments in run order."""
     context = multiprocessing.get_context("fork")
     messages: Any = context.Queue()
     children = [
         context.Process(
-            target=_child, args=(ix, ordered, ranks, run, memory_mb, number, messages, os.getpid()), daemon=True
+            target=_child, args=(ix, collection, run, memory_mb, number, messages, os.getpid()), daemon=True
         )
         for number, run in enumerate(runs)
     ]
@@ -151,8 +143,7 @@ def _check_alive(children: list[Any], segments: dict[int, Segment]) -> None:
 
 def _child(
     ix: index.Index,
-    ordered: Sequence[Paper],
-    ranks: Sequence[int],
+    collection: Collection,
     run: tuple[int, int],
     memory_mb: int,
     number: int,
@@ -173,7 +164,7 @@ def _child(
                 messages.put(("progress", number, pending))
                 pending = 0
 
-        _add(writer, ordered, ranks, run[0], run[1], report)
+        _add(writer, collection.catalogue(*run), report)
         segment = writer._finalize_segment()
         messages.put(("progress", number, pending))
         messages.put(("done", number, segment))
@@ -203,10 +194,3 @@ def _exit_if_orphaned(parent: int) -> None:
 
 def _column_list(values: list[str] | list[int]) -> bytes:
     return json.dumps(values, ensure_ascii=False).encode("utf-8")
-
-
-def _ranks(order: list[int]) -> list[int]:
-    ranks = [0] * len(order)
-    for rank, i in enumerate(order):
-        ranks[i] = rank
-    return ranks

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import random
+import tempfile
+from pathlib import Path
+
+import pytest
 
 from searchsvc.core.identifiers import Identifiers
-from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.paper import Paper, SourceLocation, catalogue_key, paper_id_for_title
 from searchsvc.core.text import normalise_title
 from searchsvc.ingest.merging import merge_records
 from searchsvc.ingest.sources import discover, read_records
@@ -28,10 +32,10 @@ def seed_collection():
 
 def test_seed_records_merge_into_28_papers() -> None:
     collection = seed_collection()
-    assert (collection.records, len(collection.papers), collection.merged) == (36, 28, 8)
-    shared = {p.title for p in collection.papers.values() if len(p.authors) == 2}
+    assert (collection.records, len(collection), collection.merged) == (36, 28, 8)
+    shared = {p.title for p in collection if len(p.authors) == 2}
     assert shared == BOTH
-    for paper in collection.papers.values():
+    for paper in collection:
         if paper.title in BOTH:
             assert paper.authors == ["Dheevatsa Mudigere", "Maxim Naumov"]
             assert len(paper.sources) == 2
@@ -39,10 +43,10 @@ def test_seed_records_merge_into_28_papers() -> None:
 
 def test_ids_are_stable_across_source_order_and_rebuilds() -> None:
     records = list(read_records(discover([SEEDS]), lambda m: None))
-    ids = sorted(merge_records(records, lambda m: None).papers)
+    ids = sorted(p.id for p in merge_records(records, lambda m: None))
     shuffled = records[:]
     random.Random(4).shuffle(shuffled)
-    assert sorted(merge_records(shuffled, lambda m: None).papers) == ids
+    assert sorted(p.id for p in merge_records(shuffled, lambda m: None)) == ids
     # The same title always gives the same id: a hash of the normalised title, not a counter.
     assert paper_id_for_title("Compositional Embeddings") == paper_id_for_title("compositional  embeddings!")
     assert paper_id_for_title("Compositional Embeddings").startswith("compositional-embeddings-")
@@ -74,7 +78,7 @@ def test_merge_fills_gaps_and_warns_on_conflicts() -> None:
             paper(3, year=2021, title="Other"),
         ],
         warnings.append,
-    ).papers["p"]
+    )["p"]
     assert (merged.year, merged.abstract, merged.authors, merged.subjects) == (
         2020,
         "Text.",
@@ -92,7 +96,7 @@ def test_profile_and_jsonl_records_of_one_paper_merge(write) -> None:
     page = write("a.txt", profile_page("Ada", [("arXiv2020", title, "Abstract.", "cs.LG↗")]))
     records = write("b.jsonl", '{"title": "shared paper - a study", "authors": ["Bob"], "year": 2020}\n')
     collection = merge_records(read_records(discover([page, records]), lambda m: None), lambda m: None)
-    (paper,) = collection.papers.values()
+    (paper,) = collection
     assert paper.authors == ["Ada", "Bob"] and paper.title == title
     assert normalise_title(title) == "shared paper a study"
 
@@ -119,8 +123,8 @@ def test_same_doi_or_arxiv_id_is_one_paper_whatever_the_title_or_version() -> No
         _record(4, "d", "Another paper", doi_text="10.5555/other"),
     ]
     collection = merge_records(records, lambda m: None)
-    assert (collection.records, len(collection.papers), collection.merged) == (4, 2, 2)
-    merged = collection.papers["a"]
+    assert (collection.records, len(collection), collection.merged) == (4, 2, 2)
+    merged = collection["a"]
     assert merged.title == "Preprint title" and merged.authors == ["A1", "A2", "A3"]
     assert merged.identifiers == Identifiers("1906.00091", "10.5555/x", "")
 
@@ -136,8 +140,8 @@ def test_a_record_joins_papers_read_apart_whatever_the_order() -> None:
     for seed in range(12):
         shuffled = records[:]
         random.Random(seed).shuffle(shuffled)
-        papers = merge_records([_copy(r) for r in shuffled], lambda m: None).papers
-        results.add(tuple(sorted((pid, tuple(sorted(p.authors))) for pid, p in papers.items())))
+        papers = merge_records([_copy(r) for r in shuffled], lambda m: None)
+        results.add(tuple(sorted((p.id, tuple(sorted(p.authors))) for p in papers)))
     expected = sorted(
         [
             (paper_id_for_title("Other"), ("A4",)),
@@ -156,8 +160,8 @@ def test_a_shared_doi_under_another_title_and_another_own_id_is_two_papers() -> 
         _record(3, "", "Accurate Semantic Textual Similarity", doi_text="10.18653/v1/W18-6481"),
     ]
     collection = merge_records(records, warnings.append)
-    assert sorted(collection.papers) == ["W18-6481", "W18-6482"]
-    assert collection.papers["W18-6481"].authors == ["A1", "A3"]
+    assert sorted(p.id for p in collection) == ["W18-6481", "W18-6482"]
+    assert collection["W18-6481"].authors == ["A1", "A3"]
     assert warnings == [
         "s.jsonl:2: doi:10.18653/v1/w18-6481 is also s.jsonl:1's, a paper with another title; kept apart"
     ]
@@ -182,13 +186,45 @@ def test_seeds_with_a_bib_an_atom_feed_and_a_csv_of_some_of_the_same_papers() ->
     collection = merge_records(records, warnings.append)
     # 36 seed records (28 papers) + 3 BibTeX + 2 Atom + 3 CSV records, of which 3 papers are new:
     # one only in the .bib, one only in the .csv, and DLRM (Atom and CSV, matched by arXiv id alone).
-    assert (collection.records, len(collection.papers), collection.merged) == (44, 31, 13)
-    by_title = {normalise_title(p.title): p for p in collection.papers.values()}
+    assert (collection.records, len(collection), collection.merged) == (44, 31, 13)
+    by_title = {normalise_title(p.title): p for p in collection}
     compositional = by_title[normalise_title(next(t for t in BOTH if t.startswith("Compositional")))]
     assert compositional.identifiers.arxiv == "1909.02107"  # from the .bib (v3) and the feed (v1)
     assert [s.path.rsplit("/", 1)[-1] for s in compositional.sources][2:] == ["lab.bib", "listing.atom"]
     mixed = next(p for title, p in by_title.items() if title.startswith("mixed dimension embeddings with application"))
     assert mixed.identifiers.doi == "10.5555/mixed.dimension" and len(mixed.sources) == 4  # by title and by DOI
-    dlrm = [p for p in collection.papers.values() if p.identifiers.arxiv == "1906.00091"]
+    dlrm = [p for p in collection if p.identifiers.arxiv == "1906.00091"]
     assert len(dlrm) == 1 and len(dlrm[0].sources) == 2
     assert any("javascript:alert(1)" in w and "not valid; ignored" in w for w in warnings)
+
+
+def test_the_catalogue_is_newest_first_with_each_papers_oldest_first_rank() -> None:
+    records = [
+        Paper(f"p{i}", f"Title {i}", "", year, sources=[SourceLocation("s.jsonl", i)])
+        for i, year in enumerate([2019, None, 2021, 2019, 2020, None, 2021])
+    ]
+    with merge_records(records, lambda m: None) as collection:
+        listed = list(collection.catalogue())
+        assert [paper.id for paper, _ in listed] == sorted(
+            (r.id for r in records), key=lambda i: catalogue_key(collection[i].year, i)
+        )
+        oldest_first = sorted(listed, key=lambda item: catalogue_key(item[0].year, item[0].id, newest=False))
+        assert [rank for _, rank in oldest_first] == list(range(len(records)))
+        assert [p.id for p, _ in collection.catalogue(2, 4)] == [p.id for p, _ in listed[2:4]]
+        assert collection.without_abstract() == len(records)
+
+
+def test_merged_papers_are_held_in_a_scratch_file_removed_on_close_or_failure() -> None:
+    with seed_collection() as collection:
+        scratch = collection.directory
+        assert (scratch / "papers.sqlite").is_file()
+    assert not scratch.exists()
+
+    def failing():
+        yield from read_records(discover([SEEDS]), lambda m: None)
+        raise ValueError("a malformed record")
+
+    before = set(Path(tempfile.gettempdir()).glob("searchsvc-papers-*"))
+    with pytest.raises(ValueError):
+        merge_records(failing(), lambda m: None)
+    assert set(Path(tempfile.gettempdir()).glob("searchsvc-papers-*")) == before

@@ -6,6 +6,7 @@ The rebuild's report, progress and source errors: tests/unit/ingest/test_rebuild
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 import os
 from pathlib import Path
 
@@ -16,11 +17,26 @@ from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
 from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
+from searchsvc.core.paper import Paper
+from searchsvc.ingest.collection import Collection
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex, build_index, titles
 from tests.helpers.paths import SEEDS
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
 from tests.helpers.records import jsonl
+
+
+class _Part:
+    """Papers `start` to `end` of a collection, as `write_index` reads a collection."""
+
+    def __init__(self, collection: Collection, start: int, end: int) -> None:
+        self.collection, self.start, self.end = collection, start, end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def catalogue(self, start: int = 0, end: int | None = None) -> Iterator[tuple[Paper, int]]:
+        return self.collection.catalogue(self.start + start, self.start + (len(self) if end is None else end))
 
 
 @pytest.fixture
@@ -34,8 +50,8 @@ def test_build_failing_half_way_leaves_previous_index(backend: WhooshBackend, mo
     served = titles(backend)
     real_write = indexing.write_index
 
-    def write_then_fail(directory, papers, memory_mb, progress):
-        real_write(directory, list(papers)[:5], memory_mb, progress)
+    def write_then_fail(directory, collection, memory_mb, progress):
+        real_write(directory, _Part(collection, 0, 5), memory_mb, progress)
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("searchsvc.backends.whoosh.backend.write_index", write_then_fail)
@@ -52,7 +68,9 @@ def test_generation_failing_its_check_is_not_published(backend: WhooshBackend, m
     real_write = indexing.write_index
     monkeypatch.setattr(
         "searchsvc.backends.whoosh.backend.write_index",
-        lambda directory, papers, memory_mb, progress: real_write(directory, list(papers)[1:], memory_mb, progress),
+        lambda directory, collection, memory_mb, progress: real_write(
+            directory, _Part(collection, 1, len(collection)), memory_mb, progress
+        ),
     )
     with pytest.raises(RebuildFailed, match="new generation holds 27 papers, expected 28; not published"):
         rebuild(backend, [SEEDS])

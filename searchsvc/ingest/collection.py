@@ -1,0 +1,222 @@
+"""The papers of a rebuild, held in a scratch SQLite file instead of memory.
+
+A rebuild of 300,000 records held every merged paper in Python objects (about 0.9 GB, more
+with the forked index writers' copies). Here the papers being merged, the keys they answer to
+and, once merging ends, the catalogue (newest first, with each paper's oldest-first rank) live
+on disk, so a rebuild's memory stays the same whatever the number of papers: SQLite keeps a
+small page cache, the operating system's file cache does the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from searchsvc.core.identifiers import Identifiers
+from searchsvc.core.paper import Paper, SourceLocation
+
+# SQLite's page cache for the scratch file, in KiB (its default is 2 MiB): enough for the key
+# lookups of merging to stay fast, small beside a rebuild's index writer buffers.
+_CACHE_KIB = 8 * 1024
+_SCHEMA = """
+CREATE TABLE paper (
+    grp INTEGER PRIMARY KEY,   -- the number of the record that started it: the first read wins
+    doc TEXT NOT NULL,         -- the merged paper (`_encode`)
+    title TEXT NOT NULL,       -- its normalised title, to tell a shared DOI under another title
+    first_source TEXT NOT NULL,
+    min_id TEXT NOT NULL,      -- the smallest id of its records: its id, whatever the order read
+    own_ids INTEGER NOT NULL,  -- every record's id came from its source, none from its title
+    year INTEGER,
+    no_abstract INTEGER NOT NULL
+);
+CREATE TABLE merge_key (key TEXT PRIMARY KEY, grp INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX merge_key_grp ON merge_key (grp);
+"""
+# Newest first, undated last, ties by id (`core.paper.catalogue_key`: SQLite compares TEXT as
+# UTF-8 bytes, which orders like Python's str); and each paper's place in the oldest-first order.
+# The ranks are computed over the small columns only: sorting rows with their papers' text
+# would take memory that grows with the collection.
+_CATALOGUE = """
+CREATE TABLE rank AS
+SELECT grp,
+       ROW_NUMBER() OVER (ORDER BY year IS NULL, year DESC, min_id) - 1 AS position,
+       ROW_NUMBER() OVER (ORDER BY year IS NULL, year, min_id) - 1 AS oldest
+FROM paper;
+CREATE TABLE catalogue (
+    position INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, oldest INTEGER NOT NULL, no_abstract INTEGER NOT NULL,
+    doc TEXT NOT NULL
+);
+INSERT INTO catalogue SELECT r.position, p.min_id, r.oldest, p.no_abstract, p.doc FROM rank r JOIN paper p USING (grp);
+"""
+
+
+class Group:
+    """A paper being merged, as `MergeStore.groups_of` finds it."""
+
+    __slots__ = ("number", "title", "first_source", "min_id", "own_ids")
+
+    def __init__(self, number: int, title: str, first_source: str, min_id: str, own_ids: bool) -> None:
+        self.number = number
+        self.title = title
+        self.first_source = first_source
+        self.min_id = min_id
+        self.own_ids = own_ids
+
+
+class MergeStore:
+    """The scratch file while records are merged: papers by group number, and keys to groups."""
+
+    def __init__(self) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="searchsvc-papers-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, ignore_errors=True)
+        self.db = _connect(self.directory / "papers.sqlite")
+        self.db.executescript(_SCHEMA)
+        self.db.execute("BEGIN")  # one transaction for the whole merge: a commit per record is slow
+
+    def groups_of(self, keys: list[str]) -> list[tuple[str, Group]]:
+        """The papers that answer to any of `keys`, with the key each answers to."""
+        rows = self.db.execute(
+            "SELECT DISTINCT k.key, p.grp, p.title, p.first_source, p.min_id, p.own_ids "
+            f"FROM merge_key k JOIN paper p USING (grp) WHERE k.key IN ({','.join('?' * len(keys))})",
+            keys,
+        ).fetchall()
+        return [(key, Group(number, title, source, low, bool(own))) for key, number, title, source, low, own in rows]
+
+    def paper(self, number: int) -> Paper:
+        return _decode(self.db.execute("SELECT doc FROM paper WHERE grp = ?", (number,)).fetchone()[0])
+
+    def put(self, number: int, paper: Paper, title: str, min_id: str, own_ids: bool) -> None:
+        """Store (or replace) a group's merged paper."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO paper VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (number, _encode(paper), title, str(paper.sources[0]), min_id, own_ids, paper.year, not paper.abstract),
+        )
+
+    def claim(self, keys: Iterable[str], number: int) -> None:
+        """Give `keys` to group `number`, except those another paper answers to already (kept apart)."""
+        self.db.executemany("INSERT OR IGNORE INTO merge_key VALUES (?, ?)", ((key, number) for key in keys))
+
+    def absorb(self, number: int, other: int) -> None:
+        """Group `other` became part of group `number`: its keys are now `number`'s."""
+        self.db.execute("UPDATE merge_key SET grp = ? WHERE grp = ?", (number, other))
+        self.db.execute("DELETE FROM paper WHERE grp = ?", (other,))
+
+    def discard(self) -> None:
+        self.db.close()
+        self._cleanup()
+
+    def finish(self, records: int) -> Collection:
+        """The merged papers in catalogue order; the merge tables are dropped."""
+        self.db.execute("COMMIT")
+        self.db.executescript(_CATALOGUE + "DROP TABLE rank; DROP TABLE merge_key; DROP TABLE paper;")
+        self.db.close()
+        self._cleanup.detach()  # the collection owns the file now
+        return Collection(self.directory, records)
+
+
+class Collection:
+    """The distinct papers of a rebuild and how many records they came from.
+
+    Close it (or use it as a context manager) to delete the scratch file; it is deleted at
+    garbage collection otherwise. A forked index writer reads its share through `catalogue`,
+    which opens its own connection.
+    """
+
+    def __init__(self, directory: Path, records: int) -> None:
+        self.directory = directory
+        self._cleanup = weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
+        self.records = records
+        self._db = _connect(directory / "papers.sqlite")
+        self._size: int = self._db.execute("SELECT count(*) FROM catalogue").fetchone()[0]
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def merged(self) -> int:
+        """Records folded into a paper already read from another record."""
+        return self.records - self._size
+
+    def without_abstract(self) -> int:
+        """Papers indexed by their title alone."""
+        return self._db.execute("SELECT count(*) FROM catalogue WHERE no_abstract").fetchone()[0]
+
+    def __iter__(self) -> Iterator[Paper]:
+        """Every paper, newest first."""
+        return (paper for paper, _oldest in self.catalogue())
+
+    def __getitem__(self, paper_id: str) -> Paper:
+        row = self._db.execute("SELECT id, doc FROM catalogue WHERE id = ?", (paper_id,)).fetchone()
+        if row is None:
+            raise KeyError(paper_id)
+        return _decode(row[1], row[0])
+
+    def catalogue(self, start: int = 0, end: int | None = None) -> Iterator[tuple[Paper, int]]:
+        """Papers `start` to `end` of the newest-first order, each with its rank oldest first."""
+        db = _connect(self.directory / "papers.sqlite")
+        try:
+            rows = db.execute(
+                "SELECT id, oldest, doc FROM catalogue WHERE position >= ? AND position < ? ORDER BY position",
+                (start, self._size if end is None else end),
+            )
+            for paper_id, oldest, doc in rows:
+                yield _decode(doc, paper_id), oldest
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        self._db.close()
+        self._cleanup()
+
+    def __enter__(self) -> Collection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A connection for scratch data: nothing survives a crash, so no journal and no fsync."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.executescript(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA temp_store = FILE; "
+        f"PRAGMA cache_size = -{_CACHE_KIB};"
+    )
+    return db
+
+
+def _encode(paper: Paper) -> str:
+    ids = paper.identifiers
+    return json.dumps(
+        [
+            paper.id,
+            paper.title,
+            paper.abstract,
+            paper.year,
+            paper.subjects,
+            paper.authors,
+            [[source.path, source.line] for source in paper.sources],
+            [ids.arxiv, ids.doi, ids.url],
+        ],
+        ensure_ascii=False,
+    )
+
+
+def _decode(doc: str, paper_id: str | None = None) -> Paper:
+    """A paper as `_encode` wrote it (its identifiers were normalised when read), with its final id."""
+    own_id, title, abstract, year, subjects, authors, sources, (arxiv, doi, url) = json.loads(doc)
+    return Paper(
+        paper_id or own_id,
+        title,
+        abstract,
+        year,
+        subjects,
+        authors,
+        [SourceLocation(path, line) for path, line in sources],
+        Identifiers(arxiv, doi, url),
+    )
