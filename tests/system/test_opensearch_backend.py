@@ -24,6 +24,7 @@ from searchsvc.backends.opensearch.search_bodies import Plan
 from searchsvc.core.errors import QueryRejected, RebuildFailed, RebuildInProgress
 from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
+from searchsvc.settings import load_settings
 from tests.helpers.apps import error_of
 from tests.helpers.backends import BackendFactory
 from tests.helpers.opensearch_cluster import Cluster
@@ -71,6 +72,30 @@ def test_a_rebuild_moves_the_alias_and_deletes_the_old_index(
     assert backend.search(SearchRequest(q="numbat")).total == 5
     assert backend.search(SearchRequest(q="wombat")).total == 0
     assert backend.status()["generation"] == second
+
+
+@pytest.mark.reliability
+def test_an_index_built_by_an_older_version_is_a_503_asking_for_a_rebuild(
+    factory: BackendFactory, cluster_client: OpenSearch, tmp_path: Path
+) -> None:
+    """An older version's index lacks fields searches now use (identifiers, the length subfields
+    of BM25F): it would serve wrong scores and no links, silently."""
+    overrides = factory.overrides()
+    settings = load_settings(overrides, environ={})
+    rebuild(OpenSearchBackend(settings), [write_jsonl(tmp_path / "a.jsonl", made_up_papers("wombat", 3))])
+    (index,) = cluster_client.indices.get_alias(name=settings.opensearch_index)
+    meta = cluster_client.indices.get_mapping(index=index)[index]["mappings"]["_meta"]
+    cluster_client.indices.put_mapping(index=index, body={"_meta": {**meta, "mapping_version": 3}})
+    client = create_app(overrides).test_client()
+    for url in ("/api/search?q=wombat", "/readyz", "/api/suggest?q=wom", "/api/papers/x"):
+        error = error_of(client, url, 503)
+        assert error["message"] == (
+            "the published index was built with mapping version 3, this version of searchsvc reads version 4: "
+            "run `searchsvc rebuild`"
+        ), url
+    rebuild(OpenSearchBackend(settings), [write_jsonl(tmp_path / "a.jsonl", made_up_papers("wombat", 3))])
+    fresh = create_app(overrides).test_client()
+    assert fresh.get("/api/search?q=wombat").json["total"] == 3
 
 
 @pytest.mark.reliability

@@ -28,10 +28,11 @@ _RETRY_PAUSE = 0.1  # seconds, times the attempt
 class AliasSearches:
     """Searches, counts and multi-searches of `alias`, retried on partial answers."""
 
-    def __init__(self, client: OpenSearch, alias: str, where: str) -> None:
+    def __init__(self, client: OpenSearch, alias: str, where: str, check: Callable[[], None]) -> None:
         self.client = client
         self.alias = alias
         self.where = where
+        self.check = check  # raises IndexUnavailable when the alias names an index that cannot be searched
 
     def search(self, body: Dsl) -> dict[str, Any]:
         return self.asked(
@@ -60,6 +61,7 @@ class AliasSearches:
         for attempt in range(_RETRIES + 1):
             try:
                 with cluster_errors(self.where):
+                    self.check()
                     return ask()
             except PartialAnswer:
                 if attempt == _RETRIES:

@@ -27,7 +27,7 @@ from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect
 from searchsvc.backends.opensearch.facet_answers import facet_listing, lookup_values
 from searchsvc.backends.opensearch.hits import hit
-from searchsvc.backends.opensearch.mapping import TEXT_FIELDS, VECTOR, index_body
+from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, TEXT_FIELDS, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.rebuilding import Generations
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
@@ -60,7 +60,7 @@ class OpenSearchBackend:
         where = ", ".join(settings.opensearch_url)
         self._where = where
         self.generations = Generations(self.client, self.alias, where)
-        self.searches = AliasSearches(self.client, self.alias, where)
+        self.searches = AliasSearches(self.client, self.alias, where, check=self.generations.check_serving)
 
     @property
     def vector_store(self) -> Path:
@@ -81,6 +81,7 @@ class OpenSearchBackend:
         """
         name = self.generations.new_name()
         meta = {
+            "mapping_version": MAPPING_VERSION,  # checked before searching (Generations.serving)
             **provenance,
             "engine": f"{ENGINE} (opensearch-py {version('opensearch-py')})",
             "doc_count": len(collection),
@@ -348,6 +349,7 @@ class OpenSearchBackend:
 
     def _stored(self, paper_id: str, fields: list[str]) -> Dsl:
         with cluster_errors(self._where):
+            self.generations.check_serving()
             try:
                 found = self.client.get(index=self.alias, id=paper_id, _source_includes=fields)
             except os_errors.NotFoundError as exc:

@@ -30,7 +30,8 @@ CONTENT_KEY = "content_key"  # hex of semantic.store.content_key of the paper's 
 
 
 def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
-    """Settings and mapping of a new index; loaded without replicas or refreshes, see backend.build."""
+    """Settings and mapping of a new index; loaded without replicas or refreshes, see backend.build.
+    `meta` holds `mapping_version`, which searches check."""
     return {
         "settings": {
             "index": {"number_of_shards": shards, "number_of_replicas": 0, "refresh_interval": "-1"},
@@ -63,7 +64,7 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
         },
         "mappings": {
             "dynamic": "strict",
-            "_meta": {"mapping_version": MAPPING_VERSION, **meta},
+            "_meta": meta,
             "properties": {
                 "id": {"type": "keyword"},
                 **{field: _ranked_text(field) for field in TEXT_FIELDS},

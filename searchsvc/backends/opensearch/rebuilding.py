@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -19,10 +20,14 @@ from opensearchpy import exceptions as os_errors
 from opensearchpy.helpers import streaming_bulk
 
 from searchsvc.backends.opensearch.cluster import cluster_errors, failure_reason
+from searchsvc.backends.opensearch.mapping import MAPPING_VERSION
 from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
 
 BULK_CHUNK = 500
 _REPLICAS_WAIT = 120  # seconds, for the new index's replicas before the alias moves to it
+# How long a search trusts the last check that the published index is one this version reads.
+# An index of another version is published only by another version's rebuild, so this is rare.
+SERVING_CHECK_SECONDS = 10.0
 
 
 class Generations:
@@ -33,6 +38,7 @@ class Generations:
         self.alias = alias
         self.where = where
         self._generation = re.compile(rf"{re.escape(alias)}-\d{{8}}t\d{{6}}-\d{{6}}")
+        self._checked_at = -float("inf")
 
     def new_name(self) -> str:
         return f"{self.alias}-{datetime.now(UTC).strftime('%Y%m%dt%H%M%S-%f')}"
@@ -142,14 +148,32 @@ class Generations:
         return [] if found.get("status") == 404 else sorted(found)
 
     def serving(self) -> str:
-        """The published index (IndexUnavailable before the first rebuild)."""
+        """The published index, if this version of searchsvc can read it (IndexUnavailable before the
+        first rebuild, or for an index an older version built: it lacks fields searches now ask for)."""
         indices = self.aliased()
         if not indices:
             raise IndexUnavailable(
                 f"no index is published under alias {self.alias!r} on the OpenSearch cluster: run `searchsvc rebuild`",
                 private=self.where,
             )
-        return indices[0]
+        index = indices[0]
+        built_with = self.client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get(
+            "mapping_version"
+        )
+        if built_with != MAPPING_VERSION:
+            raise IndexUnavailable(
+                f"the published index was built with mapping version {built_with}, this version of searchsvc "
+                f"reads version {MAPPING_VERSION}: run `searchsvc rebuild`",
+                private=f"{self.where}: {index}",
+            )
+        self._checked_at = time.monotonic()
+        return index
+
+    def check_serving(self) -> None:
+        """`serving()`'s check, at most once every `SERVING_CHECK_SECONDS`: searches go to the alias
+        directly, and asking the cluster which index it names on every request would double its cost."""
+        if time.monotonic() - self._checked_at >= SERVING_CHECK_SECONDS:
+            self.serving()
 
     def prune(self, keep: str | None) -> None:
         """Delete this alias's generations that it does not point at (and not `keep`)."""
