@@ -23,6 +23,7 @@ import numpy as np
 from searchsvc.semantic.encoder import DIMENSIONS
 
 KEY_BYTES = 16
+_TEMP_PREFIX = ".vectors-"  # then the writing process's id: a save's file before it replaces the store
 log = logging.getLogger(__name__)
 
 
@@ -46,7 +47,9 @@ def store_file(directory: Path, model_id: str) -> Path:
 
 
 # What reading a damaged .npz can raise: zipfile and numpy parse headers, sizes and flags from its bytes.
-_UNREADABLE = (OSError, ValueError, KeyError, EOFError, RuntimeError, OverflowError, struct.error, zipfile.BadZipFile, zlib.error)
+_UNREADABLE = (
+    OSError, ValueError, KeyError, EOFError, RuntimeError, OverflowError, struct.error, zipfile.BadZipFile, zlib.error
+)
 
 
 def load(path: Path) -> StoredVectors:
@@ -92,7 +95,8 @@ def _empty() -> StoredVectors:
 
 def save(path: Path, stored: StoredVectors) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vectors-", suffix=".npz")
+    _remove_abandoned(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{os.getpid()}-", suffix=".npz")
     try:
         os.fchmod(fd, 0o644)  # readable by the service, like the index files
         with os.fdopen(fd, "wb") as stream:
@@ -103,6 +107,25 @@ def save(path: Path, stored: StoredVectors) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _remove_abandoned(directory: Path) -> None:
+    """Delete the temporary files of saves whose process is gone (a rebuild killed while writing
+    one leaves hundreds of megabytes behind); another process's save in progress is left alone."""
+    for tmp in directory.glob(f"{_TEMP_PREFIX}*.npz"):
+        pid = tmp.name.removeprefix(_TEMP_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def lookup(stored: StoredVectors, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,8 +12,8 @@ import re
 from typing import Any, Literal
 
 from searchsvc.backends.analysis import WORD_PATTERN
-from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED, TEXT_FIELDS
-from searchsvc.core.text import fold
+from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED
+from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import (
     AllOf,
     Group,
@@ -28,7 +28,7 @@ from searchsvc.core.query import (
     searched_fields,
     split_group,
 )
-from searchsvc.core.model import SearchRequest
+from searchsvc.core.text import fold
 
 Dsl = dict[str, Any]
 _Parts = Literal["any", "all", "phrase"]
