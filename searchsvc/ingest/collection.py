@@ -10,6 +10,7 @@ small page cache, the operating system's file cache does the rest.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -19,10 +20,12 @@ from pathlib import Path
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation
+from searchsvc.core.processes import remove_abandoned
 
 # SQLite's page cache for the scratch file, in KiB (its default is 2 MiB): enough for the key
 # lookups of merging to stay fast, small beside a rebuild's index writer buffers.
 _CACHE_KIB = 8 * 1024
+SCRATCH_PREFIX = ".rebuild-papers-"  # then the rebuilding process's id
 _SCHEMA = """
 CREATE TABLE paper (
     grp INTEGER PRIMARY KEY,   -- the number of the record that started it: the first read wins
@@ -71,8 +74,12 @@ class Group:
 class MergeStore:
     """The scratch file while records are merged: papers by group number, and keys to groups."""
 
-    def __init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="searchsvc-papers-"))
+    def __init__(self, parent: Path | None) -> None:
+        """A new scratch folder in `parent` (None: the system's temporary directory)."""
+        if parent is not None:
+            parent.mkdir(parents=True, exist_ok=True)
+            remove_abandoned(parent, SCRATCH_PREFIX)
+        self.directory = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, ignore_errors=True)
         self.db = _connect(self.directory / "papers.sqlite")
         self.db.executescript(_SCHEMA)

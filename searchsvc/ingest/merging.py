@@ -9,16 +9,18 @@ papers do not depend on the order the records arrive in.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 from searchsvc.core.paper import Paper, paper_id_for_title
 from searchsvc.core.text import normalise_title
 from searchsvc.ingest.collection import Collection, Group, MergeStore
 
 
-def merge_records(records: Iterable[Paper], warn: Callable[[str], None]) -> Collection:
-    """Merge records that share an identifier, on disk (`ingest.collection`): memory stays flat
-    whatever the input size. Close the collection when done with it."""
-    store = MergeStore()
+def merge_records(records: Iterable[Paper], warn: Callable[[str], None], scratch: Path | None = None) -> Collection:
+    """Merge records that share an identifier, on disk in a folder made in `scratch` (None: the
+    system's temporary directory; `ingest.collection`): memory stays flat whatever the input size.
+    Close the collection when done with it."""
+    store = MergeStore(scratch)
     try:
         return _merge_into_store(records, store, warn)
     except BaseException:

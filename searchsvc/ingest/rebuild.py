@@ -71,7 +71,9 @@ def rebuild(
             raise SearchsvcError(f"no source files ({', '.join('*' + s for s in SUFFIXES)}) in {where}")
         by_format: Counter[str] = Counter()
         with progress("reading", None) as advance:
-            collection = merge_records(_counted(read_records(files, note, by_format), advance), note)
+            # Beside the index, not in /tmp: that is often a RAM disk, whose files would count as memory.
+            records = _counted(read_records(files, note, by_format), advance)
+            collection = merge_records(records, note, scratch=backend.settings.index_dir)
         names = [str(path) for path in files]
         with collection, progress("indexing", len(collection)) as advance:
             generation = backend.build(collection, advance, {"sources": names})

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from searchsvc.core.processes import remove_abandoned
 from searchsvc.semantic.encoder import DIMENSIONS
 
 KEY_BYTES = 16
@@ -95,7 +96,7 @@ def _empty() -> StoredVectors:
 
 def save(path: Path, stored: StoredVectors) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned(path.parent)
+    remove_abandoned(path.parent, _TEMP_PREFIX)  # left by a process killed while saving
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{os.getpid()}-", suffix=".npz")
     try:
         os.fchmod(fd, 0o644)  # readable by the service, like the index files
@@ -107,25 +108,6 @@ def save(path: Path, stored: StoredVectors) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _remove_abandoned(directory: Path) -> None:
-    """Delete the temporary files of saves whose process is gone (a rebuild killed while writing
-    one leaves hundreds of megabytes behind); another process's save in progress is left alone."""
-    for tmp in directory.glob(f"{_TEMP_PREFIX}*.npz"):
-        pid = tmp.name.removeprefix(_TEMP_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            tmp.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def lookup(stored: StoredVectors, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,6 +22,7 @@ from opensearchpy.helpers import streaming_bulk
 from searchsvc.backends.opensearch.cluster import cluster_errors, failure_reason
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION
 from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
+from searchsvc.core.processes import running
 
 BULK_CHUNK = 500
 _REPLICAS_WAIT = 120  # seconds, for the new index's replicas before the alias moves to it
@@ -86,12 +87,10 @@ class Generations:
         if holder.get("host") != socket.gethostname():
             return False
         try:
-            os.kill(int(holder.get("pid", 0)), 0)
-        except ProcessLookupError:
-            return True
-        except (PermissionError, ValueError):
+            pid = int(holder.get("pid", 0))
+        except (TypeError, ValueError):
             return False
-        return False
+        return pid > 0 and not running(pid)
 
     def _lock_message(self, lock: str) -> str:
         holder = self._lock_holder(lock)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import os
 import random
-import tempfile
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, catalogue_key, paper_id_for_title
 from searchsvc.core.text import normalise_title
+from searchsvc.ingest.collection import SCRATCH_PREFIX
 from searchsvc.ingest.merging import merge_records
 from searchsvc.ingest.sources import discover, read_records
 from tests.helpers.paths import SEEDS, SOURCE_SAMPLES
@@ -214,17 +217,28 @@ def test_the_catalogue_is_newest_first_with_each_papers_oldest_first_rank() -> N
         assert collection.without_abstract() == len(records)
 
 
-def test_merged_papers_are_held_in_a_scratch_file_removed_on_close_or_failure() -> None:
-    with seed_collection() as collection:
+def test_merged_papers_are_held_in_a_scratch_file_removed_on_close_or_failure(tmp_path: Path) -> None:
+    with merge_records(read_records(discover([SEEDS]), lambda m: None), lambda m: None, tmp_path) as collection:
         scratch = collection.directory
-        assert (scratch / "papers.sqlite").is_file()
+        assert scratch.parent == tmp_path and (scratch / "papers.sqlite").is_file()
     assert not scratch.exists()
 
     def failing():
         yield from read_records(discover([SEEDS]), lambda m: None)
         raise ValueError("a malformed record")
 
-    before = set(Path(tempfile.gettempdir()).glob("searchsvc-papers-*"))
     with pytest.raises(ValueError):
-        merge_records(failing(), lambda m: None)
-    assert set(Path(tempfile.gettempdir()).glob("searchsvc-papers-*")) == before
+        merge_records(failing(), lambda m: None, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_scratch_folder_left_by_a_killed_rebuild_is_removed_by_the_next(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    abandoned = tmp_path / f"{SCRATCH_PREFIX}{child.pid}-x"
+    in_use = tmp_path / f"{SCRATCH_PREFIX}{os.getppid()}-y"  # a rebuild of another index, still running
+    for folder in (abandoned, in_use):
+        folder.mkdir()
+        (folder / "papers.sqlite").write_bytes(b"x" * 100)
+    with merge_records([], lambda m: None, tmp_path) as collection:
+        assert sorted(tmp_path.iterdir()) == sorted([in_use, collection.directory])
