@@ -38,7 +38,21 @@ def json_papers(path: Path, convert: Callable[[dict[str, Any], SourceLocation], 
             paper = convert(obj, SourceLocation(where, number))
         except FieldProblem as exc:
             raise SourceFormatError(where, number, str(exc)) from None
+        if "\\u" in text:  # only an escape can make a lone surrogate; most lines have none
+            _check_characters(paper, where, number)
         found += 1
         yield paper
     if found == 0:
         raise SourceFormatError(where, last, "file has no records")
+
+
+def _check_characters(paper: Paper, where: str, number: int) -> None:
+    """JSON may escape half of a UTF-16 pair (`\\ud800`) alone: that is not a character, and no
+    index, file or page can hold it."""
+    try:
+        json.dumps(paper.stored(), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        half = f"\\u{ord(exc.object[exc.start]):04x}"
+        raise SourceFormatError(
+            where, number, f"text holds {half}, half of a UTF-16 surrogate pair alone, which is not a character"
+        ) from None

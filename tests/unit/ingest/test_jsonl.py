@@ -65,6 +65,14 @@ def test_missing_id_is_derived_from_the_title(write) -> None:
         ('{"id": "x", "title": "T", "categories": [1]}', "'categories' must be a list of strings, found [1]"),
         ('{"id": ["x"], "title": "T"}', "'id' must be a string or an integer, found [\"x\"]"),
         ("[" * 100_000, "JSON nested too deeply"),
+        (
+            '{"id": "x", "title": "T", "abstract": "a \\ud800 b"}',
+            "text holds \\ud800, half of a UTF-16 surrogate pair alone, which is not a character",
+        ),
+        (
+            '{"id": "x", "title": "T", "authors": ["\\udfff"]}',
+            "text holds \\udfff, half of a UTF-16 surrogate pair alone, which is not a character",
+        ),
     ],
 )
 def test_malformed_line_names_file_and_line(write, line: str, problem: str) -> None:
@@ -99,3 +107,8 @@ def test_reads_the_first_shared_acl_records() -> None:
         raw = [json.loads(line) for line, _ in zip(stream, range(200), strict=False)]
     assert [p.id for p in first] == [r["id"] for r in raw]
     assert [p.year for p in first] == [r["year"] for r in raw]
+
+
+def test_an_escaped_surrogate_pair_is_one_character(write) -> None:
+    (paper,) = read(write("r.jsonl", '{"id": "x", "title": "Smile \\ud83d\\ude00"}\n'))
+    assert paper.title == "Smile \U0001f600"
