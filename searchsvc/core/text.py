@@ -13,6 +13,8 @@ SNIPPET_CHARS = 240  # the abstract snippet when nothing is highlighted: about t
 
 def fold(text: str) -> str:
     """Case- and accent-insensitive form of `text` (for matching names and titles)."""
+    if text.isascii():  # most text: NFKD changes no ASCII character and none is combining
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 

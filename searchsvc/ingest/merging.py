@@ -32,14 +32,14 @@ def _merge_into_store(records: Iterable[Paper], store: MergeStore, warn: Callabl
     count = 0
     for record in records:
         count += 1
-        keys = _keys(record)
-        matches = list({g.number: g for g in _same_paper(record, keys, store, warn)}.values())
+        keys, title = _keys(record), normalise_title(record.title)
+        matches = list({g.number: g for g in _same_paper(record, title, keys, store, warn)}.values())
         if not matches:
-            number, paper, title = count, record, normalise_title(record.title)
+            number, paper = count, record
             min_id, own_ids = record.id, _own_id(record)
         else:
             group, *others = sorted(matches, key=lambda g: g.number)
-            number, paper, title = group.number, store.paper(group.number), group.title
+            number, paper, title = group.number, store.paper(group.number), group.title  # the first read's
             for other in others:
                 _merge_into(paper, store.paper(other.number), warn)
                 store.absorb(number, other.number)
@@ -52,7 +52,9 @@ def _merge_into_store(records: Iterable[Paper], store: MergeStore, warn: Callabl
     return store.finish(count)
 
 
-def _same_paper(record: Paper, keys: list[str], store: MergeStore, warn: Callable[[str], None]) -> Iterator[Group]:
+def _same_paper(
+    record: Paper, title: str, keys: list[str], store: MergeStore, warn: Callable[[str], None]
+) -> Iterator[Group]:
     """The papers read so far that `record` is: by id, or by DOI or arXiv id.
 
     A DOI or arXiv id joins records whatever their titles (a preprint is often renamed when
@@ -61,7 +63,6 @@ def _same_paper(record: Paper, keys: list[str], store: MergeStore, warn: Callabl
     (the ACL records give W18-6482 the DOI of W18-6481), so the two are kept apart, with a warning.
     """
     owners = dict(store.groups_of(keys))
-    title = normalise_title(record.title)
     for key in keys:
         group = owners.get(key)
         if group is None:
