@@ -27,12 +27,14 @@ class RebuildReport:
     generation: str
     seconds: float
     embedded: int = 0  # papers whose vectors were computed (the others were stored already)
+    embedding_seconds: float = 0.0  # of `seconds`, the time spent embedding them
     warnings: list[str] = field(default_factory=list)
     by_format: dict[str, int] = field(default_factory=dict)  # records read, per source format
     without_abstract: int = 0  # papers indexed by their title alone
 
     def summary(self) -> str:
         formats = ", ".join(f"{count} {name}" for name, count in sorted(self.by_format.items()))
+        embedding = f" in {self.embedding_seconds:.1f} s" if self.embedded else ""
         title_only = (
             f" ({self.without_abstract} without an abstract, found by title only)" if self.without_abstract else ""
         )
@@ -40,7 +42,8 @@ class RebuildReport:
             f"rebuilt index generation {self.generation} from {len(self.files)} file(s): "
             f"{self.records} records read{f' ({formats})' if formats else ''}, "
             f"{self.papers} papers indexed{title_only}, "
-            f"{self.merged} merged, {self.embedded} embedded, {len(self.warnings)} warning(s), {self.seconds:.1f} s"
+            f"{self.merged} merged, {self.embedded} embedded{embedding}, {len(self.warnings)} warning(s), "
+            f"{self.seconds:.1f} s"
         )
 
 
@@ -78,6 +81,7 @@ def rebuild(
         with collection, progress("indexing", len(collection)) as advance:
             generation = backend.build(collection, advance, {"sources": names})
             papers, without_abstract = len(collection), collection.without_abstract()
+        embedding_started = time.monotonic()
         try:
             embedded = backend.embed(progress)
         except (SearchsvcError, OSError) as exc:
@@ -93,6 +97,7 @@ def rebuild(
         generation=generation,
         seconds=time.monotonic() - started,
         embedded=embedded,
+        embedding_seconds=time.monotonic() - embedding_started,
         warnings=warnings,
         by_format=dict(by_format),
         without_abstract=without_abstract,
