@@ -14,32 +14,33 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
-from whoosh import index, query
+from whoosh import query
 
+from searchsvc.backends.analysis import SEARCH_FIELDS
+from searchsvc.backends.bm25f import FIELD_WEIGHTS
 from searchsvc.backends.whoosh import word_scores
 from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored, top_scored
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
+from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
+from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
-from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
-from searchsvc.backends.analysis import SEARCH_FIELDS
-from searchsvc.backends.bm25f import FIELD_WEIGHTS
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
-from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.spelling import unstemmed_tokens as _unstemmed_tokens
 from searchsvc.backends.whoosh.spelling import write_vocabulary
+from searchsvc.backends.whoosh.unmapped import open_index
+from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
-from searchsvc.ingest.collection import Collection
+from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, check_term_count, meaning, parse
-from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
-from searchsvc.core import spelling
-from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.ranking import Candidates, rank_page, related_order
+from searchsvc.core.suggestions import Suggestion, typed
+from searchsvc.ingest.collection import Collection
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -142,7 +143,7 @@ class WhooshBackend:
             hold.release()
 
     def _check(self, generation: Path, expected: int) -> None:
-        ix = index.open_dir(str(generation))
+        ix = open_index(generation)
         try:
             found = ix.doc_count()
         finally:

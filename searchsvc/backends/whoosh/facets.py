@@ -20,8 +20,8 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.core.facet_order import alphabetical_key, display_order, listing
-from searchsvc.core.text import fold, word_tails
 from searchsvc.core.model import FACETS, FacetValue, SearchRequest
+from searchsvc.core.text import fold, word_tails
 
 Mask = npt.NDArray[np.bool_]  # document number → in the set
 Filters = dict[str, Mask | None]

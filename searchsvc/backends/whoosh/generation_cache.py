@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from whoosh.filedb.filestore import FileStorage
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.facets import FacetIndex
+from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
 from searchsvc.backends.whoosh.spelling import generation_vocabulary
 from searchsvc.backends.whoosh.suggesting import generation_completions
-from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
+from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.word_scores import Postings
 from searchsvc.core.errors import IndexUnavailable
 
@@ -41,10 +41,7 @@ class OpenGeneration:
                 f"reads version {SCHEMA_VERSION}: run `searchsvc rebuild`"
             )
         try:
-            # Without memory-mapping: a mapped index counts in the worker's RSS as it is read,
-            # several times what reading through file handles costs (docs/performance.md,
-            # "Figures behind the code"); the kernel's page cache keeps the files either way.
-            ix = FileStorage(str(hold.path), supports_mmap=False).open_index()
+            ix = open_index(hold.path)  # not memory-mapped: whoosh/unmapped.py
             self.searcher: Searcher = ix.searcher()
         except Exception as exc:  # whoosh raises many kinds on damaged files
             hold.release()
@@ -57,7 +54,8 @@ class OpenGeneration:
             # Document numbers oldest first (the index itself is newest first).
             self.by_oldest = np.argsort(np.fromiter(reader.column_reader(OLDEST_RANK), dtype=np.int64))
             self.postings = Postings(self.searcher)
-            self.vocabulary = generation_vocabulary(hold.path, self.searcher)  # "did you mean" never walks the word list
+            # "Did you mean" never walks the word list.
+            self.vocabulary = generation_vocabulary(hold.path, self.searcher)
             self.completions = generation_completions(self.vocabulary, self.facets)  # suggestions as you type
             self.vectors = GenerationVectors(hold.path, vector_store, self.facets.doc_count)
         except IndexUnavailable:

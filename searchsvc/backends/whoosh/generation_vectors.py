@@ -14,9 +14,9 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from whoosh.filedb.filestore import FileStorage
 from whoosh.searching import Searcher
 
+from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
@@ -28,7 +28,7 @@ KEYS_FILE = "content-keys.npy"  # the content key of each document, by document 
 
 def write_content_keys(generation: Path) -> None:
     """Record which text each document's vector is computed from, before the generation is published."""
-    ix = FileStorage(str(generation), supports_mmap=False).open_index()
+    ix = open_index(generation)
     try:
         with ix.searcher() as searcher:
             keys = np.zeros(searcher.doc_count_all(), dtype=f"S{KEY_BYTES}")
@@ -43,7 +43,7 @@ def embed_generation(
     generation: Path, store: Path, encoder: Callable[[], TextEncoder], progress: ProgressFactory
 ) -> int:
     """Store a vector for each paper of `generation`; return how many were not stored yet."""
-    ix = FileStorage(str(generation), supports_mmap=False).open_index()
+    ix = open_index(generation)
     try:
         with ix.searcher() as searcher:
             keys = read_content_keys(generation, searcher.doc_count_all())

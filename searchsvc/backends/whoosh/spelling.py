@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from whoosh.filedb.filestore import FileStorage
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, unstemmed_analyzer
+from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.vocabulary import Vocabulary
 
 VOCABULARY_FILE = "vocabulary.json"
@@ -23,7 +23,7 @@ def unstemmed_tokens(text: str) -> list[str]:
 def write_vocabulary(generation: Path) -> None:
     """Store the generation's vocabulary with it before it is published: reading it from the index's
     word list takes seconds (docs/performance.md), which every worker would pay on opening it."""
-    ix = FileStorage(str(generation), supports_mmap=False).open_index()
+    ix = open_index(generation)
     try:
         with ix.searcher() as searcher:
             words = vocabulary(searcher)

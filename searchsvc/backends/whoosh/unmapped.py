@@ -1,0 +1,18 @@
+"""Opening a generation's Whoosh index through file handles, never memory-mapped.
+
+Whoosh maps index files by default, and a mapped file counts in the process's RSS as it is
+read: a web worker grew with the index it touched (docs/performance.md, "Figures behind the
+code"), and a rebuild checking its new 300,000-paper generation peaked at 870 MiB just to
+count the documents (85 MiB unmapped). The kernel's page cache keeps the files either way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from whoosh.filedb.filestore import FileStorage
+from whoosh.index import Index
+
+
+def open_index(directory: Path) -> Index:
+    return FileStorage(str(directory), supports_mmap=False).open_index()
