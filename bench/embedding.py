@@ -1,10 +1,11 @@
 """Embedding benchmark: how fast each encoder embeds papers, and what one query costs, in one run.
 
-Embeds the first `--papers` ACL records (title + abstract, as a rebuild does) with every
-encoder (numpy, onnx, onnx-int8) on the same texts, each in its own process: with one
-thread; with every core as threads (OpenBLAS threads for numpy, ONNX Runtime's intra-op
-threads otherwise); and, for the ONNX encoders, as one single-threaded process per core
-each embedding its share, started together. It times single short queries on one thread,
+Embeds the first `--papers` ACL records (title + abstract, in chunks, as a rebuild does)
+with every encoder (numpy, onnx, onnx-int8) on the same texts, each in its own process:
+with one thread; with every core as threads (OpenBLAS threads for numpy, ONNX Runtime's
+intra-op threads otherwise); and, for the ONNX encoders, as a rebuild embeds them, in one
+single-threaded worker process per core (`encoder_processes`; their start-up, loading the
+model, is reported apart). It times single short queries on one thread,
 as each search by relevance embeds one, and reports papers/s, tokens/s, query percentiles
 and the share of the CPU's fp32 peak each reaches (`PEAK_GFLOPS_PER_CORE`; the int8 runs
 are counted at the same FLOP as fp32, so their share can pass what fp32 could reach).
@@ -46,65 +47,57 @@ def flops(lengths: list[int]) -> float:
     return sum(per_token * n + LAYERS * 2 * 2 * n * n * HIDDEN for n in lengths)
 
 
-def measure(
-    name: str, threads: int, papers: int, queries: int, part: int, parts: int, start_at: float
-) -> dict[str, Any]:
-    """In this process: embed this part's papers (after `start_at`, so parts start together), then queries."""
+def measure(name: str, threads: int, processes: int, papers: int, queries: int) -> dict[str, Any]:
+    """In this process: embed the papers as a rebuild does (chunks of `embedding.CHUNK`; with
+    `processes` > 1 in that many single-threaded worker processes), then time queries."""
     from searchsvc.core.query import meaning, parse
-    from searchsvc.semantic.selection import shared_encoder
+    from searchsvc.semantic.embedding import CHUNK
+    from searchsvc.semantic.encoder import model_dir
+    from searchsvc.semantic.encoder_processes import EncoderProcesses
+    from searchsvc.semantic.selection import _onnx_model, model_id, shared_encoder
     from searchsvc.settings import load_settings
 
-    encoder = shared_encoder(name, load_settings().model_cache_dir, threads)
+    texts = texts_of(papers)
+    chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
+    cache_dir = load_settings().model_cache_dir
+    began = time.perf_counter()
+    if processes > 1:
+        model = _onnx_model(name, cache_dir)
+        assert model is not None, f"{name} cannot run"
+        with EncoderProcesses(name, model_id(name), model, model_dir() / "tokenizer.json", processes) as encode_chunks:
+            list(encode_chunks([texts[: 4 * processes]]))  # every worker has loaded its model and run once
+            startup = time.perf_counter() - began
+            started = time.perf_counter()
+            list(encode_chunks(chunks))
+            seconds = time.perf_counter() - started
+        return {"seconds": seconds, "startup": startup, "query_ms": None}
+    encoder = shared_encoder(name, cache_dir, threads)
     assert encoder.name == name, f"{name} did not run: {encoder.name} ran instead"
-    texts = texts_of(papers)[part::parts]
     encoder.encode(texts[:4])  # the first run allocates ONNX Runtime's buffers
-    time.sleep(max(0.0, start_at - time.time()))
-    started = time.time()
-    encoder.encode(texts)
-    ended = time.time()
+    startup = time.perf_counter() - began
+    started = time.perf_counter()
+    list(map(encoder.encode, chunks))
+    seconds = time.perf_counter() - started
     query_ms = []
     if queries:
         for text in (meaning(parse(request.q)) for request in mix.generate(corpus.load(corpus.ACL)[:papers], queries)):
             if text:  # what a search by relevance embeds
-                began = time.perf_counter()
+                query_began = time.perf_counter()
                 encoder.encode([text])
-                query_ms.append((time.perf_counter() - began) * 1000)
-    return {"started": started, "ended": ended, "query_ms": latency_summary(query_ms) if query_ms else None}
+                query_ms.append((time.perf_counter() - query_began) * 1000)
+    return {"seconds": seconds, "startup": startup, "query_ms": latency_summary(query_ms) if query_ms else None}
 
 
-def _children(name: str, threads: int, parts: int, papers: int, queries: int) -> dict[str, Any]:
-    """Run `parts` processes of `threads` threads each on their share of the papers, started together."""
+def _child(name: str, threads: int, processes: int, papers: int, queries: int) -> dict[str, Any]:
+    """`measure` in a process of its own, so each encoder starts from nothing."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "PYTHONPATH": str(REPO)}
-    start_at = time.time() + 15  # after every process has loaded its model
-    running = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bench.embedding",
-                _CHILD,
-                name,
-                str(threads),
-                str(papers),
-                str(queries if part == 0 else 0),
-                str(part),
-                str(parts),
-                str(start_at),
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for part in range(parts)
-    ]
-    results = []
-    for child in running:
-        out, _ = child.communicate()
-        if child.returncode:
-            raise SystemExit(f"{name} ({threads} threads, part of {parts}) failed")
-        results.append(json.loads(out))
-    seconds = max(r["ended"] for r in results) - min(r["started"] for r in results)
-    return {"seconds": seconds, "query_ms": results[0]["query_ms"]}
+    arguments = [name, str(threads), str(processes), str(papers), str(queries)]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.embedding", _CHILD, *arguments], env=env, stdout=subprocess.PIPE, text=True
+    )
+    if done.returncode:
+        raise SystemExit(f"{name} ({threads} threads, {processes} processes) failed")
+    return json.loads(done.stdout)
 
 
 def run(papers: int, queries: int) -> dict[str, Any]:
@@ -119,9 +112,9 @@ def run(papers: int, queries: int) -> dict[str, Any]:
     for name in ENCODERS:
         ways = [("1 thread", 1, 1), (f"{cores} threads", cores, 1)]
         if name != "numpy":
-            ways.append((f"{cores} processes", 1, cores))
-        for way, threads, parts in ways:
-            measured = _children(name, threads, parts, papers, queries if threads == 1 and parts == 1 else 0)
+            ways.append((f"{cores} processes (the rebuild's way)", 1, cores))
+        for way, threads, processes in ways:
+            measured = _child(name, threads, processes, papers, queries if threads == processes == 1 else 0)
             seconds = measured["seconds"]
             runs.append(
                 {
@@ -131,13 +124,14 @@ def run(papers: int, queries: int) -> dict[str, Any]:
                     "papers_per_second": round(papers / seconds, 1),
                     "tokens_per_second": round(sum(lengths) / seconds),
                     "gflops": round(work / seconds / 1e9, 1),
-                    "share_of_fp32_peak": round(work / seconds / 1e9 / (PEAK_GFLOPS_PER_CORE * threads * parts), 3),
+                    "share_of_fp32_peak": round(work / seconds / 1e9 / (PEAK_GFLOPS_PER_CORE * threads * processes), 3),
+                    "startup_seconds": round(measured["startup"], 2),
                     "query_ms": measured["query_ms"],
                 }
             )
     baseline = {r["cores"]: r["papers_per_second"] for r in runs if r["encoder"] == "numpy"}
     for r in runs:
-        same = baseline.get(r["cores"]) or baseline[f"{cores} threads"]
+        same = baseline.get(r["cores"]) or baseline[f"{cores} threads"]  # processes: against numpy on every core
         r["speedup_vs_numpy"] = round(r["papers_per_second"] / same, 2)
     tokens = sorted(lengths)
     return {
@@ -167,6 +161,7 @@ def markdown(result: dict[str, Any]) -> str:
             f"{r['gflops']} ({r['share_of_fp32_peak']:.0%})",
             r["query_ms"]["p50"] if r["query_ms"] else "",
             r["query_ms"]["p95"] if r["query_ms"] else "",
+            r["startup_seconds"],
         ]
         for r in result["runs"]
     ]
@@ -180,6 +175,7 @@ def markdown(result: dict[str, Any]) -> str:
         "GFLOP/s (of fp32 peak)",
         "query p50 ms",
         "query p95 ms",
+        "startup s (not in s)",
     ]
     t = result["tokens"]
     return (
@@ -192,10 +188,8 @@ def markdown(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [_CHILD]:
-        name, threads, papers, queries, part, parts, start_at = argv[1:8]
-        print(
-            json.dumps(measure(name, int(threads), int(papers), int(queries), int(part), int(parts), float(start_at)))
-        )
+        name, threads, processes, papers, queries = argv[1:6]
+        print(json.dumps(measure(name, int(threads), int(processes), int(papers), int(queries))))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--papers", type=int, default=400)

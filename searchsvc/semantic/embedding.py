@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
 
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.encoder import DIMENSIONS
-from searchsvc.semantic.selection import TextEncoder
+from searchsvc.semantic.selection import EncodeChunks
 from searchsvc.semantic.store import StoredVectors, load, lookup, save
 
 CHUNK = 64  # papers embedded between two progress reports (and two looks at the checkpoint clock)
@@ -28,11 +29,12 @@ def embed_new(
     path: Path,
     keys: np.ndarray,
     text: Callable[[int], str],
-    encoder: Callable[[], TextEncoder],
+    encoder: Callable[[int], AbstractContextManager[EncodeChunks]],
     progress: ProgressFactory,
 ) -> int:
     """Make the store at `path` hold a vector for each of `keys` (an array of content keys,
-    and nothing else); return how many had to be embedded. `text(i)` is the text of `keys[i]`."""
+    and nothing else); return how many had to be embedded. `text(i)` is the text of `keys[i]`;
+    `encoder(n)` gives the way to embed n texts (`selection.rebuild_encoder`)."""
     stored = load(path)
     rows, found = lookup(stored, keys)
     if found.all() and np.array_equal(keys, stored.keys):
@@ -45,7 +47,8 @@ def embed_new(
         def checkpoint(done: list[int]) -> None:
             save(path, _with_new(stored, keys[done], vectors[done]))
 
-        _embed(missing, vectors, text, encoder(), progress, checkpoint)
+        with encoder(len(missing)) as encode_chunks:
+            _embed(missing, vectors, text, encode_chunks, progress, checkpoint)
     save(path, StoredVectors(keys, vectors))
     return len(missing)
 
@@ -54,18 +57,22 @@ def _embed(
     missing: list[int],
     vectors: np.ndarray,
     text: Callable[[int], str],
-    model: TextEncoder,
+    encode_chunks: EncodeChunks,
     progress: ProgressFactory,
     checkpoint: Callable[[list[int]], None],
 ) -> None:
-    """Fill the `missing` rows of `vectors`, handing what is done to `checkpoint` every CHECKPOINT_SECONDS."""
-    last = time.monotonic()
+    """Fill the `missing` rows of `vectors`, handing what is done to `checkpoint` every CHECKPOINT_SECONDS.
+
+    Texts are read a chunk at a time, as the encoder asks for them: memory holds a few chunks'
+    texts, not a collection's."""
+    chunks = [missing[start : start + CHUNK] for start in range(0, len(missing), CHUNK)]
+    texts = ([text(i) for i in chunk] for chunk in chunks)
+    last, done = time.monotonic(), 0
     with progress("embedding", len(missing)) as advance:
-        for start in range(0, len(missing), CHUNK):
-            chunk = missing[start : start + CHUNK]
-            vectors[chunk] = model.encode([text(i) for i in chunk])
+        for chunk, chunk_vectors in zip(chunks, encode_chunks(texts), strict=True):
+            vectors[chunk] = chunk_vectors
             advance(len(chunk))
-            done = start + len(chunk)
+            done += len(chunk)
             if done < len(missing) and time.monotonic() - last >= CHECKPOINT_SECONDS:
                 checkpoint(missing[:done])
                 last = time.monotonic()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
-from functools import cache
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -22,6 +24,12 @@ if TYPE_CHECKING:
     from searchsvc.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# Below this many texts per process, starting the processes (each loads the model) costs more
+# than the second core gains (docs/performance.md).
+TEXTS_PER_PROCESS = 128
+# The vectors of each chunk of texts, in order: how a rebuild embeds (`embedding.embed_new`).
+EncodeChunks = Callable[[Iterable[list[str]]], Iterator[np.ndarray]]
 
 
 class TextEncoder(Protocol):
@@ -45,9 +53,17 @@ def query_encoder(settings: Settings) -> TextEncoder:
     return shared_encoder(settings.encoder, settings.model_cache_dir)
 
 
-def rebuild_encoder(settings: Settings) -> TextEncoder:
-    """The encoder a rebuild embeds papers with, on every core."""
-    return shared_encoder(settings.encoder, settings.model_cache_dir, rebuild_threads())
+def rebuild_encoder(settings: Settings, texts: int) -> AbstractContextManager[EncodeChunks]:
+    """How a rebuild embeds `texts` texts: one single-threaded ONNX Runtime process per core, or in
+    this process for one core, few texts, or the numpy encoder (whose OpenBLAS uses every core)."""
+    processes = rebuild_processes(texts)
+    model = None if settings.encoder == "numpy" else _onnx_model(settings.encoder, settings.model_cache_dir)
+    if model is None or processes == 1:
+        return nullcontext(partial(map, query_encoder(settings).encode))
+    from searchsvc.semantic.encoder_processes import EncoderProcesses
+
+    _weights, tokenizer = checked_model_files(model_dir())
+    return EncoderProcesses(settings.encoder, model_id(settings.encoder), model, tokenizer, processes)
 
 
 def vector_store(settings: Settings) -> Path:
@@ -59,7 +75,8 @@ def vector_store(settings: Settings) -> Path:
 
 @cache
 def shared_encoder(name: str = "numpy", cache_dir: Path | None = None, threads: int = 1) -> TextEncoder:
-    """One encoder per process and choice; `threads` > 1 only for a rebuild, never in a web worker."""
+    """One encoder per process and choice; `threads` > 1 only to measure ONNX Runtime's threads
+    against processes (bench/embedding.py), never in a web worker."""
     if name == "numpy":
         return numpy_encoder()
     _weights, tokenizer = checked_model_files(model_dir())  # a missing model is a 503 whichever encoder runs
@@ -89,7 +106,6 @@ def _onnx_model(name: str, cache_dir: Path) -> Path | None:
     return None
 
 
-def rebuild_threads() -> int:
-    """Threads for embedding a rebuild's papers: every core (measured against worker processes in
-    docs/performance.md)."""
-    return len(os.sched_getaffinity(0))
+def rebuild_processes(texts: int) -> int:
+    """Processes for embedding `texts` texts: one per core, as long as each has enough to do."""
+    return max(1, min(len(os.sched_getaffinity(0)), texts // TEXTS_PER_PROCESS))

@@ -38,12 +38,12 @@ def test_fp32_onnx_gives_the_numpy_encoders_numbers() -> None:
 
 
 def test_int8_onnx_points_every_text_the_same_way() -> None:
-    """Cosine with the numpy encoder's vector of at least 0.985 for each text (0.989 at least and 0.994 on
+    """Cosine with the numpy encoder's vector of at least 0.99 for each text (0.995 at least and 0.997 on
     average over 160 ACL abstracts; nDCG@10 on the test collections: docs/performance.md)."""
     texts = _texts()
     got, want = _onnx("onnx-int8").encode(texts), numpy_encoder().encode(texts)
     cosines = (got * want).sum(axis=1)
-    assert cosines.min() >= 0.985
+    assert cosines.min() >= 0.99
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
 
 
