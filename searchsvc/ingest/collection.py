@@ -16,8 +16,10 @@ import sqlite3
 import tempfile
 import weakref
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from searchsvc.core.errors import RebuildFailed
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation
 from searchsvc.core.processes import remove_abandoned
@@ -116,6 +118,19 @@ class MergeStore:
     def discard(self) -> None:
         self.db.close()
         self._cleanup()
+
+    @contextmanager
+    def failures_explained(self) -> Iterator[None]:
+        """SQLite's errors (a full disk, most likely) as a RebuildFailed saying where and why."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+            reason = "No space left on device" if full else f"{type(exc).__name__}: {exc}"
+            raise RebuildFailed(
+                f"cannot write the rebuild's scratch file in {self.directory.parent}: {reason}; "
+                "the published index is unchanged"
+            ) from exc
 
     def finish(self, records: int) -> Collection:
         """The merged papers in catalogue order; the merge tables are dropped."""

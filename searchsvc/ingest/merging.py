@@ -22,7 +22,8 @@ def merge_records(records: Iterable[Paper], warn: Callable[[str], None], scratch
     Close the collection when done with it."""
     store = MergeStore(scratch)
     try:
-        return _merge_into_store(records, store, warn)
+        with store.failures_explained():
+            return _merge_into_store(records, store, warn)
     except BaseException:
         store.discard()
         raise
