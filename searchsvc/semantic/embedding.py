@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
 
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.encoder import DIMENSIONS
-from searchsvc.semantic.selection import EncodeChunks
+from searchsvc.semantic.selection import EncodeChunks, RebuildEncoder
 from searchsvc.semantic.store import StoredVectors, load, lookup, save
 
 CHUNK = 64  # papers embedded between two progress reports (and two looks at the checkpoint clock)
@@ -29,7 +28,7 @@ def embed_new(
     path: Path,
     keys: np.ndarray,
     text: Callable[[int], str],
-    encoder: Callable[[int], AbstractContextManager[EncodeChunks]],
+    encoder: RebuildEncoder,
     progress: ProgressFactory,
 ) -> int:
     """Make the store at `path` hold a vector for each of `keys` (an array of content keys,

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 TEXTS_PER_PROCESS = 128
 # The vectors of each chunk of texts, in order: how a rebuild embeds (`embedding.embed_new`).
 EncodeChunks = Callable[[Iterable[list[str]]], Iterator[np.ndarray]]
+# How a rebuild gets its way to embed n texts: `partial(rebuild_encoder, settings)`.
+RebuildEncoder = Callable[[int], AbstractContextManager[EncodeChunks]]
 
 
 class TextEncoder(Protocol):

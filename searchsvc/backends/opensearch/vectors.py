@@ -11,7 +11,7 @@ when each of its candidates has a vector).
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
-from searchsvc.semantic.selection import TextEncoder
+from searchsvc.semantic.selection import RebuildEncoder
 from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, load, lookup, paper_text
 
 MISSING: Dsl = {"bool": {"must_not": [{"term": {EMBEDDED: True}}]}}  # papers without a vector yet
@@ -72,7 +72,7 @@ def embed_index(
     client: OpenSearch,
     generations: Generations,
     store: Path,
-    encoder: Callable[[], TextEncoder],
+    encoder: RebuildEncoder,
     progress: ProgressFactory,
 ) -> int:
     """Embed the published index's papers whose text the store lacks, give every paper that

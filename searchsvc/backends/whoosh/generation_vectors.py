@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
-from searchsvc.semantic.selection import TextEncoder
+from searchsvc.semantic.selection import RebuildEncoder
 from searchsvc.semantic.store import KEY_BYTES, content_key, load, lookup, paper_text
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
@@ -40,7 +39,7 @@ def write_content_keys(generation: Path) -> None:
 
 
 def embed_generation(
-    generation: Path, store: Path, encoder: Callable[[], TextEncoder], progress: ProgressFactory
+    generation: Path, store: Path, encoder: RebuildEncoder, progress: ProgressFactory
 ) -> int:
     """Store a vector for each paper of `generation`; return how many were not stored yet."""
     ix = open_index(generation)
