@@ -22,6 +22,7 @@ from pathlib import Path
 
 from safetensors.numpy import load_file
 
+from searchsvc.core.processes import remove_abandoned
 from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, model_dir, sha256
 
 # SHA-256 of each built file, for onnx==1.23.2 and onnxruntime==1.31.1 (pyproject.toml).
@@ -35,6 +36,7 @@ BUILT_SHA256 = {
 # and of the mixes measured this one alone kept nDCG@10 within 0.003 of fp32 on all three test
 # collections (docs/decisions.md). The prefixes of their weights' names in the fp32 graph.
 FP32_LAYERS = ("encoder.layer.0.", "encoder.layer.1.")
+_TEMP_PREFIX = ".build-"  # then the building process's id: a model file before it is renamed into place
 
 
 class OnnxUnavailable(RuntimeError):
@@ -71,7 +73,8 @@ def _is_expected(path: Path, kind: str) -> bool:
 
 def _write_atomically(path: Path, build: Callable[[Path], None]) -> None:
     """Build into a temporary file beside `path`, then rename it into place: readers never see half a model."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".build-", suffix=".onnx")
+    remove_abandoned(path.parent, _TEMP_PREFIX)  # left by a process killed while building
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{os.getpid()}-", suffix=".onnx")
     os.close(fd)
     try:
         build(Path(tmp))

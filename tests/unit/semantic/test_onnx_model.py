@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,13 @@ def test_a_build_that_differs_from_the_pinned_one_is_refused(tmp_path: Path, mon
     monkeypatch.setitem(onnx_model.BUILT_SHA256, "onnx", "0" * 64)
     with pytest.raises(OnnxUnavailable, match="not the expected file"):
         model_file("onnx", tmp_path)
+
+
+def test_a_file_left_by_a_killed_build_is_removed_by_the_next(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    tmp_path.mkdir(exist_ok=True)
+    left = tmp_path / f".build-{child.pid}-abc.onnx"
+    left.write_bytes(b"")  # what a build killed before it wrote anything leaves
+    model_file("onnx", tmp_path)
+    assert not left.exists()
