@@ -14,10 +14,8 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem
+from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, distinct, one_line
 from searchsvc.ingest.json_records import json_papers
-
-_MIN_YEAR, _MAX_YEAR = 1000, 2999
 
 
 def read_jsonl(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
@@ -58,7 +56,7 @@ def _text(obj: dict[str, Any], key: str) -> str:
         return ""
     if not isinstance(value, str):
         raise FieldProblem(f"'{key}' must be a string, found {json.dumps(value)[:60]}")
-    return " ".join(value.split())
+    return one_line(value)
 
 
 def _year(value: Any) -> int | None:
@@ -66,7 +64,7 @@ def _year(value: Any) -> int | None:
         return None
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not _MIN_YEAR <= value <= _MAX_YEAR:
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_YEAR <= value <= MAX_YEAR:
         raise FieldProblem(f"'year' must be a year such as 2021 or null, found {json.dumps(value)[:60]}")
     return value
 
@@ -77,7 +75,7 @@ def _names(obj: dict[str, Any], key: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FieldProblem(f"'{key}' must be a list of strings, found {json.dumps(value)[:60]}")
-    return list(dict.fromkeys(name for name in (" ".join(item.split()) for item in value) if name))
+    return distinct(value)
 
 
 def _preview(text: str, limit: int = 40) -> str:
