@@ -130,8 +130,7 @@ class OpenSearchBackend:
         """The published index's metadata, its papers, and whether they are ranked by meaning
         too ("pending" while some paper has no vector yet)."""
         with cluster_errors(self._where):
-            index = self.generations.serving()
-            mapping = self.client.indices.get_mapping(index=index)[index]["mappings"]
+            index, mapping = self.generations.serving_mapping()
             count = self.client.count(index=self.alias)["count"]
         semantic, embedded = "off", {}
         if self.settings.semantic_ranking:

@@ -149,6 +149,10 @@ class Generations:
     def serving(self) -> str:
         """The published index, if this version of searchsvc can read it (IndexUnavailable before the
         first rebuild, or for an index an older version built: it lacks fields searches now ask for)."""
+        return self.serving_mapping()[0]
+
+    def serving_mapping(self) -> tuple[str, dict[str, Any]]:
+        """`serving()`, with the index's mappings (its `_meta` says how and when it was built)."""
         indices = self.aliased()
         if not indices:
             raise IndexUnavailable(
@@ -156,9 +160,8 @@ class Generations:
                 private=self.where,
             )
         index = indices[0]
-        built_with = self.client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get(
-            "mapping_version"
-        )
+        mappings: dict[str, Any] = self.client.indices.get_mapping(index=index)[index]["mappings"]
+        built_with = mappings.get("_meta", {}).get("mapping_version")
         if built_with != MAPPING_VERSION:
             raise IndexUnavailable(
                 f"the published index was built with mapping version {built_with}, this version of searchsvc "
@@ -166,7 +169,7 @@ class Generations:
                 private=f"{self.where}: {index}",
             )
         self._checked_at = time.monotonic()
-        return index
+        return index, mappings
 
     def check_serving(self) -> None:
         """`serving()`'s check, at most once every `SERVING_CHECK_SECONDS`: searches go to the alias
