@@ -158,6 +158,13 @@ class Settings:
     opensearch_replicas: int = _setting(
         1, "copies of each shard on other nodes: searches go on when a node dies", Integer(0, 100)
     )
+    opensearch_merge_wait_s: int = _setting(
+        60,
+        "after an add or remove, how long to wait for the cluster to merge away the old copies of the papers "
+        "it replaced: its word statistics count them until then, so scores differ a little from a rebuild's "
+        "(the cluster keeps copies written in its last ~30 s for its replicas; docs/scaling.md); 0: do not wait",
+        Integer(0, 600),
+    )
     metrics: bool = _setting(
         False,
         "GET /metrics in Prometheus text format; off unless asked for: it tells whoever reaches it the traffic, "

@@ -22,7 +22,7 @@ from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
 from searchsvc.backends.analysis import suggestible
-from searchsvc.backends.opensearch import respelling, search_bodies, vectors, word_rescoring
+from searchsvc.backends.opensearch import in_place, respelling, search_bodies, vectors, word_rescoring
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect
 from searchsvc.backends.opensearch.facet_answers import facet_listing, lookup_values
@@ -34,7 +34,7 @@ from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan,
 from searchsvc.backends.opensearch.tier_candidates import TierCandidates, catalogue_ranks
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline, budget
-from searchsvc.core.errors import PaperNotFound
+from searchsvc.core.errors import PaperNotFound, RebuildFailed
 from searchsvc.core.model import FACETS, FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
@@ -61,6 +61,7 @@ class OpenSearchBackend:
         self._where = where
         self.generations = Generations(self.client, self.alias, where)
         self.searches = AliasSearches(self.client, self.alias, where, check=self.generations.check_serving)
+        self._settle_after_embed = False  # set by an update whose new papers `embed` rewrites
 
     @property
     def vector_store(self) -> Path:
@@ -118,12 +119,61 @@ class OpenSearchBackend:
         provenance: dict[str, Any],
         ready: Callable[[str], None],
     ) -> str:
-        raise NotImplementedError("updates on OpenSearch are not written yet")
+        """Make `change` in the published index through the alias; return its new label.
+
+        Searches see the change at one refresh. An update that dies half-way leaves the ids it
+        was writing in `_meta`, and the next one writes them again (in_place.py); the label is
+        published by the same `_meta` write that removes them, after `ready` kept the collection.
+        """
+        with cluster_errors(self._where):
+            index, mapping = self.generations.serving_mapping()
+            meta = mapping.get("_meta", {})
+            self._write_held(index, meta, collection, change, progress)
+            published = in_place.published_meta(meta, collection, provenance)
+            ready(in_place.label(index, published))
+            self._refresh_checked(index, len(collection))
+            self._put_meta(index, published)
+            self.client.indices.put_settings(index=index, body=in_place.RESUMED)
+            # Embedding the new papers rewrites them: then the merge waits after that, once.
+            self._settle_after_embed = self.settings.semantic_ranking and self.searches.count(vectors.MISSING) > 0
+            if not self._settle_after_embed:
+                self.generations.settle(index, self.settings.opensearch_merge_wait_s)
+        return in_place.label(index, published)
+
+    def _write_held(
+        self, index: str, meta: dict[str, Any], collection: Collection, change: Change, progress: Callable[[int], None]
+    ) -> None:
+        """Record the ids the change writes in `_meta`, then write them, with refreshes held."""
+        ids = in_place.touched(change, meta)
+        papers = in_place.rewritten(collection, change, ids)
+        indexed = {paper.id for paper in papers}
+        self.client.indices.put_settings(index=index, body=in_place.HELD)
+        self._put_meta(index, {**meta, in_place.PENDING: ids})
+        self.generations.load(in_place.deletions(index, [i for i in ids if i not in indexed]), lambda _n: None)
+        self._load(index, papers, progress)
+
+    def _refresh_checked(self, index: str, expected: int) -> None:
+        """Show the change to searches, and check the index holds the collection's papers."""
+        self.client.indices.refresh(index=index)
+        found = self.client.count(index=index)["count"]
+        if found != expected:
+            raise RebuildFailed(
+                f"after the change index {index} holds {found} papers, expected {expected}: the next add or "
+                "remove writes the papers this one touched again; `searchsvc rebuild` starts afresh"
+            )
 
     def published(self) -> str | None:
+        """The alias's index, labelled with its number of updates (one request)."""
         with cluster_errors(self._where):
-            aliased = self.generations.aliased()
-        return aliased[0] if aliased else None
+            found = self.client.indices.get_mapping(index=self.alias, ignore=404)
+        if found.get("status") == 404:
+            return None
+        index = sorted(found)[0]
+        return in_place.label(index, found[index]["mappings"].get("_meta", {}))
+
+    def _put_meta(self, index: str, meta: dict[str, Any]) -> None:
+        """Replace the index's `_meta` (the cluster keeps no part of the old one)."""
+        self.client.indices.put_mapping(index=index, body={"_meta": meta})
 
     def _load(self, name: str, papers: Iterable[Paper], progress: Callable[[int], None]) -> None:
         """Each paper, with its vector when the store already has one for its text."""
@@ -141,9 +191,15 @@ class OpenSearchBackend:
         """
         if not self.settings.semantic_ranking:
             return 0
+        wait = self.settings.opensearch_merge_wait_s if self._settle_after_embed else 0
         with cluster_errors(self._where):
             return vectors.embed_index(
-                self.client, self.generations, self.vector_store, partial(rebuild_encoder, self.settings), progress
+                self.client,
+                self.generations,
+                self.vector_store,
+                partial(rebuild_encoder, self.settings),
+                progress,
+                settle_seconds=wait,
             )
 
     # Reading --------------------------------------------------------------------
@@ -162,7 +218,9 @@ class OpenSearchBackend:
             embedded = {"encoder": encoder, "embedded_papers": count - missing}
         meta = dict(mapping.get("_meta", {}))
         meta.pop("mapping_version", None)
-        return dict(meta, generation=index, doc_count=count, semantic_ranking=semantic, **embedded)
+        meta.pop(in_place.PENDING, None)
+        generation = in_place.label(index, meta)
+        return dict(meta, generation=generation, doc_count=count, semantic_ranking=semantic, **embedded)
 
     def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
@@ -372,7 +430,8 @@ class OpenSearchBackend:
         with cluster_errors(self._where):
             self.generations.check_serving()
             try:
-                found = self.client.get(index=self.alias, id=paper_id, _source_includes=fields)
+                # Not realtime: a paper as searches see it, not as an update half-way wrote it.
+                found = self.client.get(index=self.alias, id=paper_id, _source_includes=fields, realtime=False)
             except os_errors.NotFoundError as exc:
                 if exc.error == "index_not_found_exception":
                     raise

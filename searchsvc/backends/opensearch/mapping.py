@@ -27,6 +27,9 @@ AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and 
 VECTOR = "vector"  # base64 of the paper's float16 vector, as the vector store holds it
 EMBEDDED = "embedded"  # true once `vector` is there: what counts papers still lacking one
 CONTENT_KEY = "content_key"  # hex of semantic.store.content_key of the paper's text
+# A merge that expunges deletes rewrites every segment holding one, not only those past 10%:
+# an update deletes a few papers per segment, and each deleted copy counts in word statistics.
+EXPUNGE_EVERY_DELETE = {"merge.policy.expunge_deletes_allowed": 0}
 
 
 def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +37,12 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
     `meta` holds `mapping_version`, which searches check."""
     return {
         "settings": {
-            "index": {"number_of_shards": shards, "number_of_replicas": 0, "refresh_interval": "-1"},
+            "index": {
+                "number_of_shards": shards,
+                "number_of_replicas": 0,
+                "refresh_interval": "-1",
+                **EXPUNGE_EVERY_DELETE,
+            },
             "analysis": {
                 "tokenizer": {
                     "words": {

@@ -31,7 +31,6 @@ from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, load
 
 MISSING: Dsl = {"bool": {"must_not": [{"term": {EMBEDDED: True}}]}}  # papers without a vector yet
 _SCROLL = "5m"
-_MERGE_WAIT = 600  # seconds for the merge that drops the updated documents' old copies
 
 
 def vector_fields(vector: np.ndarray) -> Dsl:
@@ -74,9 +73,11 @@ def embed_index(
     store: Path,
     encoder: RebuildEncoder,
     progress: ProgressFactory,
+    settle_seconds: float = 0,
 ) -> int:
     """Embed the published index's papers whose text the store lacks, give every paper that
-    has no vector yet its vector, and refresh; return how many papers were embedded."""
+    has no vector yet its vector, and refresh; return how many papers were embedded. The
+    rewritten papers' old copies are merged away, waiting up to `settle_seconds` for them."""
     index = generations.serving()
     order = _catalogue(client, index)
     keys = np.array([bytes.fromhex(key) for _id, key in order], dtype=f"S{KEY_BYTES}")
@@ -90,10 +91,9 @@ def embed_index(
     embedded = embed_new(store, keys, text, encoder, progress)
     if lacking:
         generations.load(_updates(index, load(store), order, set(lacking)), lambda _done: None)
-        client.indices.refresh(index=index)
         # An update rewrites its document, and the old copy counts in word statistics until its
         # segment merges: scores would drift from a fresh load's (and from Whoosh's) until then.
-        client.indices.forcemerge(index=index, params={"only_expunge_deletes": "true"}, request_timeout=_MERGE_WAIT)
+        generations.settle(index, settle_seconds)
     return embedded
 
 

@@ -114,6 +114,7 @@ class WordRescorer:
         body = {"docs": [{"_index": doc["_index"], "_id": doc["_id"]} for doc in docs]}
         params = {
             "fields": ",".join(TEXT_FIELDS),
+            "realtime": "false",  # the documents searches found, not an update's unrefreshed writes
             **{key: str(value).lower() for key, value in _NO_VECTOR_DETAIL.items()},
         }
         answers = self._client.mtermvectors(body=body, params=params)["docs"]

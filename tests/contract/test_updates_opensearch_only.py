@@ -1,0 +1,268 @@
+"""What only OpenSearch's updates have: writes through the alias, a change published by its
+`_meta`, and an update killed or refused half-way, which leaves the published papers serving
+and is repaired by the next one (searchsvc/backends/opensearch/in_place.py).
+
+Each check ends by comparing the updated index with a fresh rebuild of the same records, by
+the ids, scores, totals and facet counts of a set of searches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opensearchpy import OpenSearch
+
+from searchsvc.backends.opensearch import OpenSearchBackend
+from searchsvc.backends.opensearch import backend as opensearch_backend
+from searchsvc.backends.opensearch.in_place import CHANGES, PENDING
+from searchsvc.backends.opensearch.mapping import MAPPING_VERSION
+from searchsvc.core.errors import PaperNotFound, RebuildFailed
+from searchsvc.core.model import SearchRequest
+from searchsvc.ingest import updating
+from searchsvc.ingest.published import COLLECTIONS
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.settings import load_settings
+from tests.helpers.backends import BackendFactory
+from tests.helpers.paths import REPO
+from tests.helpers.records import write_jsonl
+
+WORDS = (
+    "lattice quokka migration wombat spectral graph neural kernel sparse entropy bayesian tensor "
+    "ocean river signal noise robust convex sampling gradient"
+).split()
+SUBJECTS = ["cs.LG", "q-bio.PE", "stat.ML", "physics.ao-ph", "math.OC"]
+AUTHORS = ["Ada Quokka", "Bo Wombat", "Cy Numbat", "Di Bilby", "Ed Dingo", "Fay Emu", "Gus Koala", "Hal Possum"]
+QUERIES = [
+    SearchRequest(q="lattice"),
+    SearchRequest(q="neural kernel"),
+    SearchRequest(q="we study the sparse graph of the ocean signal with a robust convex method"),
+    SearchRequest(q='"quokka migration"'),
+    SearchRequest(q="spec*"),
+    SearchRequest(q="wombat OR river"),
+    SearchRequest(q="graph NOT neural"),
+    SearchRequest(q="entropy", subject=("stat.ML",)),
+    SearchRequest(q="signal", author=("Cy Numbat",), year_from=2005, year_to=2015),
+    SearchRequest(q="sampling", sort="newest"),
+    SearchRequest(sort="oldest"),
+    *(SearchRequest(q="gradient tensor", page=page) for page in (1, 2, 3)),
+    *(SearchRequest(sort="newest", page=page) for page in (1, 2, 3)),
+]
+
+
+@pytest.fixture
+def factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackendFactory]:
+    made = BackendFactory("opensearch", request, tmp_path_factory)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def cluster(factory: BackendFactory) -> Iterator[OpenSearch]:
+    client = OpenSearch(hosts=factory.urls)
+    yield client
+    client.close()
+
+
+class Records:
+    """Deterministic records over a small vocabulary: ties and varied word frequencies."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.made: list[dict[str, Any]] = []
+        self.touched: set[str] = set()  # ids of the papers later records joined
+
+    def new(self) -> dict[str, Any]:
+        rng, number = self.rng, len(self.made)
+        record: dict[str, Any] = {
+            "id": f"p{number:04d}",
+            "title": " ".join(rng.choices(WORDS, k=rng.randint(2, 5))),
+            "abstract": " ".join(rng.choices(WORDS + ["the", "of", "we"], k=rng.randint(6, 25))),
+            "year": rng.randint(2000, 2012),
+            "categories": rng.sample(SUBJECTS, rng.randint(1, 2)),
+            "authors": rng.sample(AUTHORS, rng.randint(1, 3)),
+            "doi": f"10.1000/x{number}",
+            "arxiv": f"1{number % 10}01.{number:05d}",
+        }
+        self.made.append(record)
+        return record
+
+    def batch(self, untouchable: set[str]) -> list[dict[str, Any]]:
+        """Ten records: new papers, and records joining earlier ones by id, DOI or arXiv id."""
+        rng = self.rng
+        earlier = [r for r in self.made if r["id"] not in untouchable]
+        batch = [self.new() for _ in range(4)]
+        for known in rng.sample(earlier, 6):
+            self.touched.add(known["id"])
+            kind = rng.choice(["id", "doi", "arxiv"])
+            joining: dict[str, Any] = {"title": known["title"] if kind != "doi" else f"{rng.choice(WORDS)} revisited"}
+            if kind == "id":
+                joining |= {"id": known["id"], "authors": [rng.choice(AUTHORS)], "categories": [rng.choice(SUBJECTS)]}
+            else:
+                joining[kind] = known[kind]
+                joining["abstract"] = " ".join(rng.choices(WORDS, k=8))
+            batch.append(joining)
+        return batch
+
+
+def assert_same_answers(backend: OpenSearchBackend, other: OpenSearchBackend) -> None:
+    for mine, theirs in zip(answers(backend), answers(other), strict=True):
+        assert mine == theirs
+
+
+def answers(backend: OpenSearchBackend) -> list[Any]:
+    """Every query's hits (id, score), total and facet counts."""
+    found = []
+    for request in QUERIES:
+        result = backend.search(request)
+        facets = {name: [(v.value, v.count, v.selected) for v in values] for name, values in result.facets.items()}
+        found.append((request, [(hit.id, hit.score) for hit in result.hits], result.total, facets))
+    return found
+
+
+def rebuilt(factory: BackendFactory, files: list[Path], vector_store: str) -> OpenSearchBackend:
+    """A fresh index of `files`, with the update's vectors: loaded with them, none rewritten."""
+    backend = OpenSearchBackend(factory.settings(vector_store=vector_store))
+    rebuild(backend, files)
+    return backend
+
+
+def meta(cluster: OpenSearch, backend: OpenSearchBackend) -> dict[str, Any]:
+    (index,) = backend.generations.aliased()
+    return cluster.indices.get_mapping(index=index)[index]["mappings"]["_meta"]
+
+
+def test_updates_give_what_a_rebuild_gives_and_say_so_in_meta(
+    factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
+) -> None:
+    records = Records(seed=18)
+    base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(300)])
+    vectors = str(tmp_path / "vectors")
+    settings = factory.overrides(vector_store=vectors, opensearch_merge_wait_s=0)
+    backend = OpenSearchBackend(load_settings(settings, environ={}))
+    rebuild(backend, [base])
+    removed: set[str] = set()
+    files, replaced = [], []
+    for number in range(20):
+        files.append(write_jsonl(tmp_path / f"update-{number:02d}.jsonl", records.batch(removed)))
+        if number == 19:  # the last update waits for the merge that makes scores a rebuild's
+            backend = OpenSearchBackend(load_settings({**settings, "opensearch_merge_wait_s": 60}, environ={}))
+        report = updating.add(backend, [files[-1]])
+        assert len(report.added) >= 4
+        replaced += report.replaced
+        if number % 7 == 3:  # papers no record joined: a rebuild without their records has the rest
+            alone = [f"p{n:04d}" for n in range(300) if f"p{n:04d}" not in removed | records.touched]
+            gone = sorted(records.rng.sample(alone, 3))
+            removed.update(gone)
+            assert updating.remove(backend, gone).removed == gone
+    kept = [r for r in map(json.loads, base.read_text().splitlines()) if r["id"] not in removed]
+    fresh = rebuilt(factory, [write_jsonl(tmp_path / "base-kept.jsonl", kept), *files], vectors)
+
+    assert len(replaced) > 20
+    assert_same_answers(backend, fresh)
+    written = meta(cluster, backend)
+    assert written["mapping_version"] == MAPPING_VERSION
+    assert written[CHANGES] == 23 and PENDING not in written
+    assert written["doc_count"] == backend.status()["doc_count"] == fresh.status()["doc_count"]
+    label = backend.published()
+    assert label == f"{backend.generations.aliased()[0]}.23" == backend.status()["generation"]
+    assert [p.name for p in (backend.settings.index_dir / COLLECTIONS).iterdir()] == [f"{label}.sqlite"]
+    assert cluster.indices.stats(index=backend.generations.aliased()[0])["_all"]["total"]["docs"]["deleted"] == 0
+
+
+_KILLED_ADD = """
+import json, os, signal, sys
+from pathlib import Path
+from searchsvc.backends.opensearch import OpenSearchBackend
+from searchsvc.ingest import updating
+from searchsvc.settings import load_settings
+
+def load_half_then_die(self, name, papers, progress):
+    papers = list(papers)
+    sent(self, name, papers[: len(papers) // 2], progress)
+    os.kill(os.getpid(), signal.SIGKILL)  # between the index writes, after the deletions
+
+sent, OpenSearchBackend._load = OpenSearchBackend._load, load_half_then_die
+settings = load_settings(json.loads(sys.argv[1]), environ={})
+updating.add(OpenSearchBackend(settings), [Path(sys.argv[2])])
+"""
+
+
+def test_a_killed_update_leaves_the_published_papers_serving_and_the_next_one_repairs_it(
+    factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
+) -> None:
+    records = Records(seed=7)
+    base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(200)])
+    vectors = str(tmp_path / "vectors")
+    settings = factory.overrides(vector_store=vectors)
+    backend = OpenSearchBackend(load_settings(settings, environ={}))
+    rebuild(backend, [base])
+    first = write_jsonl(tmp_path / "first.jsonl", records.batch(set()))
+    updating.add(backend, [first])
+    before, label = answers(backend), backend.published()
+    batches = records.batch(set()) + records.batch(set())
+    killed = write_jsonl(tmp_path / "killed.jsonl", batches)
+    new_id = batches[10]["id"]  # a new paper no later record joins
+
+    shown = {key: str(value) for key, value in settings.items()}
+    run = subprocess.run(
+        [sys.executable, "-c", _KILLED_ADD, json.dumps(shown), str(killed)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+
+    assert backend.published() == label  # the interrupted change was never published
+    assert (backend.settings.index_dir / COLLECTIONS / f"{label}.sqlite").is_file()
+    assert meta(cluster, backend)[PENDING]  # what the next update writes again
+    assert answers(backend) == before  # refreshes held: nothing of the half-written change shows
+    with pytest.raises(PaperNotFound):
+        backend.paper(new_id)
+
+    # Another add, not the killed one again: the papers it half-wrote must go back as they were.
+    after = write_jsonl(tmp_path / "next.jsonl", records.batch(set()))
+    (index,) = backend.generations.aliased()
+    assert label == f"{index}.1"
+    assert updating.add(backend, [after]).generation == backend.published() == f"{index}.2"
+    assert PENDING not in meta(cluster, backend)
+    with pytest.raises(PaperNotFound):
+        backend.paper(new_id)
+    assert_same_answers(backend, rebuilt(factory, [base, first, after], vectors))
+
+
+def test_an_update_the_cluster_refuses_half_way_changes_nothing_searches_see(
+    factory: BackendFactory, cluster: OpenSearch, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = Records(seed=9)
+    base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(200)])
+    vectors = str(tmp_path / "vectors")
+    backend = OpenSearchBackend(factory.settings(vector_store=vectors))
+    rebuild(backend, [base])
+    before, label = answers(backend), backend.published()
+    refused = write_jsonl(tmp_path / "refused.jsonl", records.batch(set()))
+    documents = opensearch_backend.vectors.documents
+
+    def one_refused(papers: Any, store: Path) -> Iterator[dict[str, Any]]:
+        for number, document in enumerate(documents(papers, store)):
+            yield document | ({"unmapped": 1} if number == 5 else {})  # the mapping is strict
+
+    monkeypatch.setattr(opensearch_backend.vectors, "documents", one_refused)
+    with pytest.raises(RebuildFailed, match="refused paper"):
+        updating.add(backend, [refused])
+    monkeypatch.undo()
+
+    assert backend.published() == label
+    assert answers(backend) == before
+    updating.add(backend, [refused])  # run again
+    assert_same_answers(backend, rebuilt(factory, [base, refused], vectors))
