@@ -84,16 +84,25 @@ def _stored_paper(searcher: object, paper_id: str) -> Paper | None:
 
 
 def _merge_small_segments(writer: SegmentWriter, segments: list[Segment]) -> list[Segment]:
-    """Whoosh merge policy: when more than MAX_SMALL_SEGMENTS small segments exist, merge them
-    all into the segment being written."""
+    """Whoosh merge policy: when more than MAX_SMALL_SEGMENTS small segments exist, write their
+    live papers again into the segment being written.
+
+    Again from their stored fields, not with Whoosh's `add_reader`: that sums the merged
+    documents' one-byte field lengths into the segment's total, so average lengths, and every
+    score, would drift from a rebuild's.
+    """
     largest = max((s.doc_count_all() for s in segments), default=0)
     small = [s for s in segments if s.doc_count_all() * 10 < largest]
     if len(small) <= MAX_SMALL_SEGMENTS:
         return segments
     for segment in small:
         reader = SegmentReader(writer.storage, writer.schema, segment)
-        writer.add_reader(reader)
-        reader.close()
+        try:
+            for docnum in range(segment.doc_count_all()):
+                if not segment.is_deleted(docnum):
+                    writer.add_document(**document(Paper.from_stored(reader.stored_fields(docnum))))
+        finally:
+            reader.close()
     return [s for s in segments if s not in small]
 
 
