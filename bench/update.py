@@ -90,7 +90,8 @@ def _same_results(first: WhooshBackend, second: WhooshBackend, queries: list[mix
             author=query.author, per_page=20,
         )
         a, b = first.search(request), second.search(request)
-        if (a.total, [(h.id, h.score) for h in a.hits], a.facets) != (b.total, [(h.id, h.score) for h in b.hits], b.facets):
+        seen = [(found.total, [(h.id, h.score) for h in found.hits], found.facets) for found in (a, b)]
+        if seen[0] != seen[1]:
             return False, compared + 1
         compared += 1
     return True, compared

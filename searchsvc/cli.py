@@ -17,11 +17,11 @@ from tqdm import tqdm
 
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.ingest import updating
 from searchsvc.ingest.rebuild import RebuildReport, rebuild
-from searchsvc.web.schemas import dump_search_result, parse_search_request
-from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.settings import Settings, load_settings
+from searchsvc.web.schemas import dump_search_result, parse_search_request
 
 _MARK = re.compile(r"<mark>(.*?)</mark>")
 _EXIT_INVALID_USAGE = 2

@@ -27,7 +27,6 @@ from searchsvc.ingest.published import collection_file, keep_collection, prune_c
 from searchsvc.ingest.sources import SUFFIXES, discover, read_records
 
 
-
 @dataclass
 class ChangeReport:
     added: list[str] = field(default_factory=list)

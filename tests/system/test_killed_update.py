@@ -18,7 +18,10 @@ from tests.helpers.paths import SHARED_ACL
 from tests.helpers.servers import SEARCHSVC, environment
 from tests.system.test_killed_rebuild import lock_is_free, slice_of_acl, wait_for
 
-pytestmark = [pytest.mark.reliability, pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")]
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records"),
+]
 BASE, ADDED = 3000, 3000
 
 
