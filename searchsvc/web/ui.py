@@ -6,16 +6,18 @@ used without JavaScript; the templates only lay out what `page_links` and the ba
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 
 from searchsvc.web.service import service
-from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchTimedOut
+from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchsvcError, SearchTimedOut
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
 from searchsvc.web.authors import author_profile
+from searchsvc.web.health import changed_at
 from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, load_params
 from searchsvc.core.model import SORTS, SearchRequest
 from searchsvc.web.year_histogram import year_histogram
@@ -30,7 +32,21 @@ FIND_AUTHOR = "find_author"  # the author facet's lookup box: part of the page's
 
 @blueprint.context_processor
 def _settings() -> dict[str, Any]:
-    return {"settings": service().settings}
+    return {"settings": service().settings, "published": _published}
+
+
+def _published() -> dict[str, str] | None:
+    """The generation served and when its papers last changed, for the page footer; None if unknown."""
+    try:
+        status = service().backend.status()
+        changed = datetime.fromisoformat(changed_at(status)).astimezone(UTC)  # (naive: taken as local time)
+    except (SearchsvcError, KeyError, ValueError):
+        return None
+    return {
+        "generation": str(status["generation"]),
+        "changed_at": changed.isoformat(),
+        "changed": changed.strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 @blueprint.get("/")
