@@ -374,8 +374,14 @@ class ChangeReportSchema(Schema):
         fields.String(), required=True, metadata={"description": "Ids asked to be removed that no paper has."}
     )
     records = fields.Integer(required=True, metadata={"description": "Records read from the body."})
-    generation = fields.String(required=True, metadata={"description": "The index generation published now."})
-    changed_at = fields.String(required=True, metadata={"description": "When it was published (ISO 8601, UTC)."})
+    generation = fields.String(
+        required=True, metadata={"description": "The generation served now: the one published, or as before."}
+    )
+    changed_at = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "When the change was published (ISO 8601, UTC); null if nothing changed."},
+    )
     seconds = fields.Float(required=True)
     embedded = fields.Integer(required=True, metadata={"description": "Papers whose vectors were computed."})
     embedding_seconds = fields.Float(required=True)
