@@ -36,7 +36,7 @@ _ERROR_REASONS = {
 }
 # Headers every answer of that status carries (http_errors._HEADERS).
 _ERROR_HEADERS = {
-    401: {"WWW-Authenticate": "Bearer"},
+    401: {"WWW-Authenticate": "The scheme to authenticate with: Bearer"},
     409: {"Retry-After": "Seconds to wait before trying the change again"},
 }
 _SECURITY_SCHEME = "bearerAuth"
