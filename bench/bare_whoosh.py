@@ -30,7 +30,7 @@ from whoosh import index, qparser, query
 from whoosh.searching import Searcher
 
 from bench.mix import MixQuery
-from searchsvc.backends.whoosh.schema import FACET_COLUMNS, OLDEST_RANK, build_schema, unstemmed_analyzer
+from searchsvc.backends.whoosh.schema import FACET_COLUMNS, build_schema, unstemmed_analyzer
 from searchsvc.core.text import fold
 
 FACET_LIMIT = 10
@@ -41,14 +41,10 @@ def build(corpus: Path, directory: Path) -> int:
     with corpus.open(encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines if line.strip()]
     newest = sorted(records, key=lambda r: (r.get("year") is None, -(r.get("year") or 0), r["id"]))
-    oldest = sorted(range(len(newest)), key=lambda i: (newest[i].get("year") is None, newest[i].get("year") or 0))
-    rank = [0] * len(newest)
-    for position, i in enumerate(oldest):
-        rank[i] = position
     directory.mkdir(parents=True, exist_ok=True)
     ix = index.create_in(str(directory), build_schema())
     writer = ix.writer()
-    for record, oldest_rank in zip(newest, rank, strict=True):
+    for record in newest:
         title = " ".join(record["title"].split())
         abstract = " ".join((record.get("abstract") or "").split())
         subjects = record.get("categories") or []
@@ -68,7 +64,6 @@ def build(corpus: Path, directory: Path) -> int:
             facet_year=_column([] if year is None else [year]),
             facet_subject=_column(subjects),
             facet_author=_column(authors),
-            **{OLDEST_RANK: oldest_rank},
         )
     writer.commit()
     count = ix.doc_count()

@@ -1,4 +1,4 @@
-"""The `searchsvc` command: rebuild the index, search it, show its status and settings."""
+"""The `searchsvc` command: rebuild or update the index, search it, show its status and settings."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.ingest import updating
 from searchsvc.ingest.rebuild import RebuildReport, rebuild
 from searchsvc.web.schemas import dump_search_result, parse_search_request
 from searchsvc.core.model import SORTS, SearchResult
@@ -87,9 +88,44 @@ def rebuild_command(sources: tuple[Path, ...], index_dir: Path | None) -> None:
     click.echo(report.summary())
 
 
+@main.command("add")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the change as JSON.")
+@index_dir_option
+def add_command(sources: tuple[Path, ...], as_json: bool, index_dir: Path | None) -> None:
+    """Merge the records of SOURCES into the published index and publish the papers that changed.
+
+    A record with the id, DOI or arXiv id of a paper already indexed merges with it, as in a
+    rebuild. On any error nothing is published. `rebuild` starts from the sources again.
+    """
+    report = updating.add(open_backend(_settings(index_dir)), list(sources), _progress_bar, _warn)
+    _print_change(report, as_json)
+
+
+@main.command("remove")
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the change as JSON.")
+@index_dir_option
+def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) -> None:
+    """Remove the papers with these IDS from the published index (exit status 1 if one is missing)."""
+    report = updating.remove(open_backend(_settings(index_dir)), list(ids), _progress_bar, _warn)
+    _print_change(report, as_json)
+    if report.missing:
+        click.echo(f"error: no paper with id {', '.join(map(repr, report.missing))}", err=True)
+        sys.exit(1)
+
+
+def _print_change(report: updating.ChangeReport, as_json: bool) -> None:
+    click.echo(json.dumps(report.as_dict(), ensure_ascii=False, indent=2) if as_json else report.summary())
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
 def _rebuild(backend: Backend, sources: list[Path]) -> RebuildReport:
     """A rebuild with a progress bar on a terminal and warnings on stderr."""
-    return rebuild(backend, sources, progress=_progress_bar, warn=lambda m: click.echo(f"warning: {m}", err=True))
+    return rebuild(backend, sources, progress=_progress_bar, warn=_warn)
 
 
 @contextmanager

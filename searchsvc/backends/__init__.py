@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from searchsvc.ingest.collection import Collection
+from searchsvc.ingest.collection import Change, Collection
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.suggestions import Suggestion
@@ -24,8 +24,29 @@ class Backend(Protocol):
     def exclusive_rebuild(self) -> AbstractContextManager[None]:
         """Held for a whole rebuild; raises RebuildInProgress if another rebuild holds it."""
 
-    def build(self, collection: Collection, progress: Callable[[int], None], provenance: dict[str, Any]) -> str:
-        """Index and publish `collection` atomically; return the new generation's name."""
+    def build(
+        self,
+        collection: Collection,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
+        """Index and publish `collection` atomically; return the new generation's name. `ready` is
+        called with that name once the generation is complete, just before it is published."""
+
+    def apply(
+        self,
+        collection: Collection,
+        change: Change,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
+        """Publish a new generation: the published one with `change` made (the result holds exactly
+        `collection`'s papers), sharing what did not change; `ready` as for `build`."""
+
+    def published(self) -> str | None:
+        """The published generation's name, read cheaply (None if nothing is published)."""
 
     def embed(self, progress: ProgressFactory) -> int:
         """Store vectors for the published papers that lack them; return how many were embedded."""

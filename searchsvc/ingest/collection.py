@@ -17,7 +17,9 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from searchsvc.core.errors import RebuildFailed
 from searchsvc.core.identifiers import Identifiers
@@ -28,6 +30,7 @@ from searchsvc.core.processes import remove_abandoned
 # lookups of merging to stay fast, small beside a rebuild's index writer buffers.
 _CACHE_KIB = 8 * 1024
 SCRATCH_PREFIX = ".rebuild-papers-"  # then the rebuilding process's id
+FILE_NAME = "papers.sqlite"
 _SCHEMA = """
 CREATE TABLE paper (
     grp INTEGER PRIMARY KEY,   -- the number of the record that started it: the first read wins
@@ -39,24 +42,28 @@ CREATE TABLE paper (
     year INTEGER,
     no_abstract INTEGER NOT NULL
 );
+CREATE INDEX paper_min_id ON paper (min_id);
 CREATE TABLE merge_key (key TEXT PRIMARY KEY, grp INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX merge_key_grp ON merge_key (grp);
+CREATE TABLE meta (records INTEGER NOT NULL);  -- records merged so far: the next record's number follows
+INSERT INTO meta VALUES (0);
 """
 # Newest first, undated last, ties by id (`core.paper.catalogue_key`: SQLite compares TEXT as
 # UTF-8 bytes, which orders like Python's str); and each paper's place in the oldest-first order.
 # The ranks are computed over the small columns only: sorting rows with their papers' text
 # would take memory that grows with the collection.
 _CATALOGUE = """
-CREATE TABLE rank AS
+DROP TABLE IF EXISTS catalogue;
+CREATE TEMP TABLE rank AS
 SELECT grp,
        ROW_NUMBER() OVER (ORDER BY year IS NULL, year DESC, min_id) - 1 AS position,
        ROW_NUMBER() OVER (ORDER BY year IS NULL, year, min_id) - 1 AS oldest
 FROM paper;
 CREATE TABLE catalogue (
-    position INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, oldest INTEGER NOT NULL, no_abstract INTEGER NOT NULL,
-    doc TEXT NOT NULL
+    position INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, oldest INTEGER NOT NULL, grp INTEGER NOT NULL
 );
-INSERT INTO catalogue SELECT r.position, p.min_id, r.oldest, p.no_abstract, p.doc FROM rank r JOIN paper p USING (grp);
+INSERT INTO catalogue SELECT r.position, p.min_id, r.oldest, r.grp FROM rank r JOIN paper p USING (grp);
+DROP TABLE rank;
 """
 
 
@@ -74,17 +81,30 @@ class Group:
 
 
 class MergeStore:
-    """The scratch file while records are merged: papers by group number, and keys to groups."""
+    """The file while records are merged: papers by group number, and keys to groups.
 
-    def __init__(self, parent: Path | None) -> None:
-        """A new scratch folder in `parent` (None: the system's temporary directory)."""
+    A rebuild starts an empty one; an update (`ingest.updating`) starts from a copy of the
+    published collection's file and notes what it touches (`changes`), so it can tell the
+    engine which papers to index again and which to delete.
+    """
+
+    def __init__(self, parent: Path | None, published: Path | None = None) -> None:
+        """A new scratch folder in `parent` (None: the system's temporary directory), empty or
+        holding a copy of the `published` collection file."""
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
             remove_abandoned(parent, SCRATCH_PREFIX)
         self.directory = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, ignore_errors=True)
-        self.db = _connect(self.directory / "papers.sqlite")
-        self.db.executescript(_SCHEMA)
+        path = self.directory / FILE_NAME
+        if published is not None:
+            shutil.copyfile(published, path)
+        self.db = _connect(path)
+        if published is None:
+            self.db.executescript(_SCHEMA)
+        # group → its (id, stored fields) before this merge touched it (None: new); only for updates
+        self.changes: dict[int, tuple[str, dict[str, Any]] | None] | None = None if published is None else {}
+        self.records_before: int = self.db.execute("SELECT records FROM meta").fetchone()[0]
         self.db.execute("BEGIN")  # one transaction for the whole merge: a commit per record is slow
 
     def groups_of(self, keys: list[str]) -> list[tuple[str, Group]]:
@@ -101,6 +121,7 @@ class MergeStore:
 
     def put(self, number: int, paper: Paper, title: str, min_id: str, own_ids: bool) -> None:
         """Store (or replace) a group's merged paper."""
+        self._note(number)
         self.db.execute(
             "INSERT OR REPLACE INTO paper VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (number, _encode(paper), title, str(paper.sources[0]), min_id, own_ids, paper.year, not paper.abstract),
@@ -112,8 +133,29 @@ class MergeStore:
 
     def absorb(self, number: int, other: int) -> None:
         """Group `other` became part of group `number`: its keys are now `number`'s."""
+        self._note(other)
         self.db.execute("UPDATE merge_key SET grp = ? WHERE grp = ?", (number, other))
         self.db.execute("DELETE FROM paper WHERE grp = ?", (other,))
+
+    def remove(self, paper_id: str) -> bool:
+        """Forget the paper with this id and the keys it answers to; False if there is none."""
+        row = self.db.execute("SELECT grp FROM paper WHERE min_id = ?", (paper_id,)).fetchone()
+        if row is None:
+            return False
+        self._note(row[0])
+        self.db.execute("DELETE FROM merge_key WHERE grp = ?", row)
+        self.db.execute("DELETE FROM paper WHERE grp = ?", row)
+        return True
+
+    def current(self, number: int) -> tuple[Paper, str] | None:
+        """A group's merged paper and its id now (None once absorbed or removed)."""
+        row = self.db.execute("SELECT doc, min_id FROM paper WHERE grp = ?", (number,)).fetchone()
+        return None if row is None else (_decode(row[0], row[1]), row[1])
+
+    def _note(self, number: int) -> None:
+        if self.changes is not None and number not in self.changes:
+            before = self.current(number)
+            self.changes[number] = None if before is None else (before[1], before[0].stored())
 
     def discard(self) -> None:
         self.db.close()
@@ -133,27 +175,30 @@ class MergeStore:
             ) from exc
 
     def finish(self, records: int) -> Collection:
-        """The merged papers in catalogue order; the merge tables are dropped."""
+        """The merged papers in catalogue order, `records` merged in all."""
+        self.db.execute("UPDATE meta SET records = ?", (records,))
         self.db.execute("COMMIT")
-        self.db.executescript(_CATALOGUE + "DROP TABLE rank; DROP TABLE merge_key; DROP TABLE paper;")
+        self.db.executescript(_CATALOGUE)
         self.db.close()
         self._cleanup.detach()  # the collection owns the file now
-        return Collection(self.directory, records)
+        return Collection(self.directory, records - self.records_before)
 
 
 class Collection:
-    """The distinct papers of a rebuild and how many records they came from.
+    """The distinct papers of a rebuild or update, and how many records this one read.
 
-    Close it (or use it as a context manager) to delete the scratch file; it is deleted at
-    garbage collection otherwise. A forked index writer reads its share through `catalogue`,
-    which opens its own connection.
+    Close it (or use it as a context manager) to delete its folder, unless `keep` moved the
+    file out first to become the published collection; it is deleted at garbage collection
+    otherwise. A forked index writer reads its share through `catalogue`, which opens its
+    own connection.
     """
 
     def __init__(self, directory: Path, records: int) -> None:
         self.directory = directory
+        self.path = directory / FILE_NAME
         self._cleanup = weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
         self.records = records
-        self._db = _connect(directory / "papers.sqlite")
+        self._db = _connect(self.path)
         self._size: int = self._db.execute("SELECT count(*) FROM catalogue").fetchone()[0]
 
     def __len__(self) -> int:
@@ -166,30 +211,42 @@ class Collection:
 
     def without_abstract(self) -> int:
         """Papers indexed by their title alone."""
-        return self._db.execute("SELECT count(*) FROM catalogue WHERE no_abstract").fetchone()[0]
+        return self._db.execute("SELECT count(*) FROM paper WHERE no_abstract").fetchone()[0]
 
     def __iter__(self) -> Iterator[Paper]:
         """Every paper, newest first."""
         return (paper for paper, _oldest in self.catalogue())
 
     def __getitem__(self, paper_id: str) -> Paper:
-        row = self._db.execute("SELECT id, doc FROM catalogue WHERE id = ?", (paper_id,)).fetchone()
+        row = self._db.execute("SELECT min_id, doc FROM paper WHERE min_id = ?", (paper_id,)).fetchone()
         if row is None:
             raise KeyError(paper_id)
         return _decode(row[1], row[0])
 
     def catalogue(self, start: int = 0, end: int | None = None) -> Iterator[tuple[Paper, int]]:
         """Papers `start` to `end` of the newest-first order, each with its rank oldest first."""
-        db = _connect(self.directory / "papers.sqlite")
+        db = _connect(self.path)
         try:
             rows = db.execute(
-                "SELECT id, oldest, doc FROM catalogue WHERE position >= ? AND position < ? ORDER BY position",
+                "SELECT c.id, c.oldest, p.doc FROM catalogue c JOIN paper p USING (grp) "
+                "WHERE c.position >= ? AND c.position < ? ORDER BY c.position",
                 (start, self._size if end is None else end),
             )
             for paper_id, oldest, doc in rows:
                 yield _decode(doc, paper_id), oldest
         finally:
             db.close()
+
+    def keep(self, path: Path) -> None:
+        """Move the collection's file to `path` (durably), where the next update starts from it."""
+        self._db.close()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("rb+") as stream:
+            os.fsync(stream.fileno())
+        os.replace(self.path, path)
+        _fsync_dir(path.parent)
+        self._db = _connect(path)
+        self.path = path
 
     def close(self) -> None:
         self._db.close()
@@ -210,6 +267,14 @@ def _connect(path: Path) -> sqlite3.Connection:
         f"PRAGMA cache_size = -{_CACHE_KIB};"
     )
     return db
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _encode(paper: Paper) -> str:
@@ -242,3 +307,12 @@ def _decode(doc: str, paper_id: str | None = None) -> Paper:
         [SourceLocation(path, line) for path, line in sources],
         Identifiers(arxiv, doi, url),
     )
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an update does to the published index: delete these ids, then index these papers
+    (a changed paper is deleted under its old id and indexed again)."""
+
+    deleted: list[str]
+    added: list[Paper]

@@ -23,14 +23,16 @@ def merge_records(records: Iterable[Paper], warn: Callable[[str], None], scratch
     store = MergeStore(scratch)
     try:
         with store.failures_explained():
-            return _merge_into_store(records, store, warn)
+            return store.finish(merge_into(store, records, warn))
     except BaseException:
         store.discard()
         raise
 
 
-def _merge_into_store(records: Iterable[Paper], store: MergeStore, warn: Callable[[str], None]) -> Collection:
-    count = 0
+def merge_into(store: MergeStore, records: Iterable[Paper], warn: Callable[[str], None]) -> int:
+    """Merge `records` into the papers `store` holds (read before them); return how many
+    records the store has merged in all, these included."""
+    count = store.records_before
     for record in records:
         count += 1
         keys, title = _keys(record), normalise_title(record.title)
@@ -50,7 +52,7 @@ def _merge_into_store(records: Iterable[Paper], store: MergeStore, warn: Callabl
             own_ids = _own_id(record) and all(g.own_ids for g in matches)
         store.put(number, paper, title, min_id, own_ids)
         store.claim(keys, number)
-    return store.finish(count)
+    return count
 
 
 def _same_paper(

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from searchsvc.backends import Backend
 from searchsvc.core.errors import SearchsvcError
-from searchsvc.core.progress import ProgressFactory, no_progress
+from searchsvc.core.progress import ProgressFactory, counted, no_progress
 from searchsvc.ingest.merging import merge_records
+from searchsvc.ingest.published import keep_collection, prune_collections
 from searchsvc.ingest.sources import SUFFIXES, discover, read_records
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -75,12 +73,13 @@ def rebuild(
         by_format: Counter[str] = Counter()
         with progress("reading", None) as advance:
             # Beside the index, not in /tmp: that is often a RAM disk, whose files would count as memory.
-            records = _counted(read_records(files, note, by_format), advance)
+            records = counted(read_records(files, note, by_format), advance)
             collection = merge_records(records, note, scratch=backend.settings.index_dir)
         names = [str(path) for path in files]
         with collection, progress("indexing", len(collection)) as advance:
-            generation = backend.build(collection, advance, {"sources": names})
+            generation = backend.build(collection, advance, {"sources": names}, keep_collection(backend, collection))
             papers, without_abstract = len(collection), collection.without_abstract()
+        prune_collections(backend, generation)
         embedding_started = time.monotonic()
         try:
             embedded = backend.embed(progress)
@@ -102,9 +101,3 @@ def rebuild(
         by_format=dict(by_format),
         without_abstract=without_abstract,
     )
-
-
-def _counted(items: Iterable[T], advance: Callable[[int], None]) -> Iterator[T]:
-    for item in items:
-        yield item
-        advance(1)

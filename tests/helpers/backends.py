@@ -39,10 +39,10 @@ class BackendFactory:
 
     def overrides(self, **extra: Any) -> dict[str, Any]:
         """Settings naming a fresh, empty index (a folder, or an alias nobody has published)."""
-        if self.kind == "whoosh":
-            where: dict[str, Any] = {"index_dir": self._tmp.mktemp("index")}
-        else:
-            where = {
+        # An index folder on either engine: OpenSearch keeps its collection file there too.
+        where: dict[str, Any] = {"index_dir": self._tmp.mktemp("index")}
+        if self.kind == "opensearch":
+            where |= {
                 "backend": "opensearch",
                 "opensearch_url": ",".join(self.urls),
                 "opensearch_index": f"{_ALIAS_PREFIX}{next(_serial)}",

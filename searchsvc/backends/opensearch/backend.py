@@ -42,7 +42,7 @@ from searchsvc.core.query import meaning
 from searchsvc.core.ranking import rank_page, related_order
 from searchsvc.core.suggestions import Suggestion, combine, typed
 from searchsvc.core.text import fold, has_word_starting
-from searchsvc.ingest.collection import Collection
+from searchsvc.ingest.collection import Change, Collection
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -73,7 +73,13 @@ class OpenSearchBackend:
         """One rebuild per alias at a time, across machines (a lock index only one can create)."""
         return self.generations.exclusive()
 
-    def build(self, collection: Collection, progress: Callable[[int], None], provenance: dict[str, Any]) -> str:
+    def build(
+        self,
+        collection: Collection,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
         """Load `collection` into a new index, check it, move the alias to it; return its name.
 
         The alias moves only once the new index holds every paper and its replicas are
@@ -96,12 +102,28 @@ class OpenSearchBackend:
                 self.generations.check(name, len(collection))
                 built_at = datetime.now(UTC).isoformat(timespec="seconds")
                 self.client.indices.put_mapping(index=name, body={"_meta": {**meta, "built_at": built_at}})
+                ready(name)
                 self.generations.publish(name)
             except BaseException:
                 self.client.indices.delete(index=name, ignore_unavailable=True)
                 raise
             self.generations.prune(keep=name)
         return name
+
+    def apply(
+        self,
+        collection: Collection,
+        change: Change,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
+        raise NotImplementedError("updates on OpenSearch are not written yet")
+
+    def published(self) -> str | None:
+        with cluster_errors(self._where):
+            aliased = self.generations.aliased()
+        return aliased[0] if aliased else None
 
     def _load(self, name: str, papers: Iterable[Paper], progress: Callable[[int], None]) -> None:
         """Each paper, with its vector when the store already has one for its text."""

@@ -23,7 +23,8 @@ from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scor
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
-from searchsvc.backends.whoosh.generations import GenerationStore
+from searchsvc.backends.whoosh.generations import FILES, GenerationStore
+from searchsvc.backends.whoosh.incremental import link_previous, write_update
 from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
@@ -40,7 +41,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, check_term_count, meaning, parse
 from searchsvc.core.ranking import Candidates, rank_page, related_order
 from searchsvc.core.suggestions import Suggestion, typed
-from searchsvc.ingest.collection import Collection
+from searchsvc.ingest.collection import Change, Collection
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -90,30 +91,80 @@ class WhooshBackend:
             self.store.prune()  # partial generations left by a rebuild that was killed
             yield
 
-    def build(self, collection: Collection, progress: Callable[[int], None], provenance: dict[str, Any]) -> str:
+    def build(
+        self,
+        collection: Collection,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
         """Index `collection` as a new generation, check it, publish it; return its name.
 
         Nothing is published unless the new generation opens and holds every paper, so a
         failure at any point leaves the previous generation serving untouched.
         """
-        generation = self.store.new_generation()
-        try:
+
+        def write(generation: Path) -> None:
             write_index(generation, collection, self.settings.build_memory_mb, progress)
             self._check(generation, len(collection))
             write_content_keys(generation)
             write_vocabulary(generation)
+
+        return self._publish(write, collection, provenance, ready, {})
+
+    def apply(
+        self,
+        collection: Collection,
+        change: Change,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
+        """A new generation sharing the published one's segment files (incremental.py)."""
+        previous = self.store.generations / self.store.published_name()
+        manifest = self.store.manifest(previous)
+        base = {key: manifest[key] for key in ("sources", "built_at") if key in manifest}
+        linked: set[str] = set()
+
+        def write(generation: Path) -> None:
+            linked.update(link_previous(previous, generation))
+            write_update(previous, generation, change, self.settings.build_memory_mb)
+            progress(len(change.added))
+            self._check(generation, len(collection))
+
+        known = {name: digest for name, digest in manifest[FILES].items() if name in linked}
+        return self._publish(write, collection, {**base, "last_change": provenance}, ready, known)
+
+    def published(self) -> str | None:
+        return self.store.current_name()
+
+    def _publish(
+        self,
+        write: Callable[[Path], None],
+        collection: Collection,
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+        known_digests: dict[str, str],
+    ) -> str:
+        generation = self.store.new_generation()
+        try:
+            write(generation)
+            now = datetime.now(UTC).isoformat(timespec="seconds")
             self.store.finish(
                 generation,
                 {
+                    "built_at": now,
                     **provenance,
+                    "changed_at": now,
                     "engine": f"{ENGINE} {version(ENGINE)}",
                     "schema_version": SCHEMA_VERSION,
                     "doc_count": len(collection),
                     "records": collection.records,
                     "merged": collection.merged,
-                    "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 },
+                known_digests,
             )
+            ready(generation.name)
         except OSError as exc:  # a full disk, a lost mount: say where, and that nothing changed
             self.store.discard(generation)
             raise RebuildFailed(
@@ -292,17 +343,12 @@ class WhooshBackend:
         return _Found(gen, tree, compiled, matched, filters, allowed, deadline, scored)
 
     def _rank(self, found: _Found, request: SearchRequest) -> list[tuple[int, float | None]]:
-        """The requested page as (docnum, score), by the core ranking policy.
-
-        Document numbers are in newest-first catalogue order (see indexing.write_index), so
-        sorting by newest is document order, and a document number is its own tie rank.
-        """
+        """The requested page as (docnum, score), by the core ranking policy; ties and the
+        newest and oldest sorts in catalogue order (doc_order.DocOrder)."""
         gen, compiled = found.gen, found.compiled
         if compiled is None or request.sort != "relevance":
-            if request.sort == "oldest":
-                page = gen.by_oldest[found.allowed[gen.by_oldest]][request.start : request.end]
-            else:
-                page = np.flatnonzero(found.allowed)[request.start : request.end]
+            by = gen.order.by_oldest if request.sort == "oldest" else gen.order.by_newest
+            page = by[found.allowed[by]][request.start : request.end]
             return [(int(docnum), None) for docnum in page]
         tiers = [found.allowed] if compiled.required is None else [found.all_words, found.allowed & ~found.all_words]
         sizes = [int(np.count_nonzero(tier)) for tier in tiers]
@@ -356,11 +402,12 @@ class _TierCandidates:
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[int]:
         assert self._found.scored is not None  # set for every query
-        best = word_scores.top(self._found.scored.scores, self._tiers[tier], low, high)
+        rank = self._found.gen.order.rank
+        best = word_scores.top(self._found.scored.scores, self._tiers[tier], rank, low, high)
         docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
         scores = np.array([score for _, score in best], dtype=np.float64)
         vectors = self._found.gen.vectors.get() if with_vectors else None
-        return Candidates(docs.tolist(), scores, docs, None if vectors is None else vectors[docs])
+        return Candidates(docs.tolist(), scores, rank[docs], None if vectors is None else vectors[docs])
 
 
 @dataclass(frozen=True)

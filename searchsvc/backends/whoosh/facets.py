@@ -49,10 +49,10 @@ class _Facet:
 class FacetIndex:
     """Which documents carry which facet values, for one immutable generation."""
 
-    def __init__(self, reader: IndexReader) -> None:
+    def __init__(self, reader: IndexReader, live: Mask) -> None:
+        """`live`: the documents not deleted (doc_order.DocOrder), which every count is over."""
         self.doc_count = reader.doc_count_all()
-        self.all_docs: Mask = np.ones(self.doc_count, dtype=bool)
-        self.all_docs.setflags(write=False)
+        self.all_docs: Mask = live
         self._facets = {name: _load_facet(reader, column) for name, column in FACET_COLUMNS.items()}
 
     def filters(self, request: SearchRequest) -> Filters:

@@ -11,10 +11,12 @@ from typing import Any
 import numpy as np
 from whoosh.searching import Searcher
 
+from searchsvc.backends.whoosh.doc_order import DocOrder
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
+from searchsvc.backends.whoosh.live_statistics import DELETED_FILE, load_deletions, open_searcher
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
-from searchsvc.backends.whoosh.schema import OLDEST_RANK, SCHEMA_VERSION
+from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.spelling import generation_vocabulary
 from searchsvc.backends.whoosh.suggesting import generation_completions
 from searchsvc.backends.whoosh.unmapped import open_index
@@ -42,17 +44,17 @@ class OpenGeneration:
             )
         try:
             ix = open_index(hold.path)  # not memory-mapped: whoosh/unmapped.py
-            self.searcher: Searcher = ix.searcher()
+            deletions = load_deletions(hold.path / DELETED_FILE)  # an update's (live_statistics.py)
+            self.searcher: Searcher = open_searcher(ix.reader(), deletions, fromindex=ix)
         except Exception as exc:  # whoosh raises many kinds on damaged files
             hold.release()
             raise _unreadable(hold.path, exc) from exc
         weakref.finalize(self, _close, self.searcher, hold)
         try:
             reader = self.searcher.reader()
-            self.facets = FacetIndex(reader)
+            self.order = DocOrder.of(reader)
+            self.facets = FacetIndex(reader, self.order.live)
             self.all_docs = self.facets.all_docs
-            # Document numbers oldest first (the index itself is newest first).
-            self.by_oldest = np.argsort(np.fromiter(reader.column_reader(OLDEST_RANK), dtype=np.int64))
             self.postings = Postings(self.searcher)
             # "Did you mean" never walks the word list.
             self.vocabulary = generation_vocabulary(hold.path, self.searcher)

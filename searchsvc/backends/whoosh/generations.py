@@ -113,10 +113,11 @@ class GenerationStore:
         (path / READERS_LOCK).touch()
         return path
 
-    def finish(self, generation: Path, manifest: dict[str, Any]) -> None:
-        """Mark a generation complete by writing its manifest, with a digest of every file, durably, last."""
+    def finish(self, generation: Path, manifest: dict[str, Any], known: dict[str, str] | None = None) -> None:
+        """Mark a generation complete by writing its manifest, with a digest of every file, durably, last.
+        `known`: digests of files linked from a published generation, whose manifest checked them."""
         _fsync_tree(generation)
-        manifest = {**manifest, FILES: file_digests(generation)}
+        manifest = {**manifest, FILES: file_digests(generation, known or {})}
         _write_atomically(generation / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     def publish(self, generation: Path) -> None:
@@ -189,7 +190,7 @@ class GenerationStore:
         check its files against its manifest, so damaged bytes are a 503 now rather than a 500 later."""
         for _ in range(attempts):
             stamp = self.stamp()
-            path = self.generations / self._published_name()
+            path = self.generations / self.published_name()
             try:
                 fd = os.open(path / READERS_LOCK, os.O_RDONLY)
             except FileNotFoundError:
@@ -208,7 +209,16 @@ class GenerationStore:
             "the published index generation is missing or unfinished: run `searchsvc rebuild`", private=str(path)
         )
 
-    def _published_name(self) -> str:
+    def manifest(self, generation: Path) -> dict[str, Any]:
+        """A finished generation's manifest (IndexUnavailable if it has none or it is damaged)."""
+        manifest = _read_manifest(generation)
+        if manifest is None:
+            raise IndexUnavailable(
+                "the published index generation is unfinished: run `searchsvc rebuild`", private=str(generation)
+            )
+        return manifest
+
+    def published_name(self) -> str:
         name = self.current_name()
         if name is None:
             raise IndexUnavailable("no index is published: run `searchsvc rebuild`", private=f"in {self.root}")
@@ -274,11 +284,14 @@ def _check_files(generation: Path, expected: dict[str, str]) -> None:
         raise _damaged(generation, f"files differ from the manifest: {', '.join(changed)[:200]}")
 
 
-def file_digests(generation: Path) -> dict[str, str]:
-    """SHA-256 of each file of a generation but its manifest and readers' lock, by name."""
+def file_digests(generation: Path, known: dict[str, str] | None = None) -> dict[str, str]:
+    """SHA-256 of each file of a generation but its manifest and readers' lock, by name (taken
+    from `known` where given)."""
     digests = {}
     for path in sorted(generation.iterdir()):
-        if path.name not in (MANIFEST, READERS_LOCK) and not path.name.startswith("."):
+        if known and path.name in known:
+            digests[path.name] = known[path.name]
+        elif path.name not in (MANIFEST, READERS_LOCK) and not path.name.startswith("."):
             with path.open("rb") as stream:
                 digests[path.name] = hashlib.file_digest(stream, "sha256").hexdigest()
     return digests

@@ -28,7 +28,7 @@ from whoosh import index
 from whoosh.codec.base import Segment
 from whoosh.writing import SegmentWriter
 
-from searchsvc.backends.whoosh.schema import OLDEST_RANK, build_schema
+from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.core.paper import Paper
 from searchsvc.ingest.collection import Collection
 
@@ -46,9 +46,9 @@ def write_index(directory: Path, collection: Collection, memory_mb: int, progres
     """Index `collection` into `directory`: one segment per process, committed once.
 
     Documents are numbered in the collection's newest-first catalogue order (segment after
-    segment, each a contiguous run of that order): Whoosh breaks score ties by the lower
-    document number, which makes relevance ties go to the newer paper, and sorting by newest
-    is sorting by document number. Only the oldest-first position needs a column.
+    segment, each a contiguous run of that order), which Whoosh's own collectors break score
+    ties by; the search itself orders by `doc_order.DocOrder`, which an update's new segment
+    needs too.
     """
     runs = _runs(len(collection), PROCESSES or os.cpu_count() or 1)
     ix = index.create_in(str(directory), build_schema())
@@ -79,19 +79,32 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
 
 
 def _add(writer: SegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> None:
-    for paper, oldest_rank in papers:
-        writer.add_document(
-            **paper.stored(),
-            title_exact=paper.title,
-            abstract_exact=paper.abstract,
-            author=" ; ".join(paper.authors),
-            subject="\n".join(paper.subjects),
-            facet_year=_column_list([] if paper.year is None else [paper.year]),
-            facet_subject=_column_list(paper.subjects),
-            facet_author=_column_list(paper.authors),
-            **{OLDEST_RANK: oldest_rank},
-        )
+    for paper, _oldest in papers:
+        writer.add_document(**document(paper))
         progress(1)
+
+
+def document(paper: Paper) -> dict[str, Any]:
+    """The fields Whoosh indexes for a paper (`live_statistics` analyses them again for deleted papers)."""
+    return {
+        **paper.stored(),
+        **indexed_text(paper),
+        "facet_year": _column_list([] if paper.year is None else [paper.year]),
+        "facet_subject": _column_list(paper.subjects),
+        "facet_author": _column_list(paper.authors),
+    }
+
+
+def indexed_text(paper: Paper) -> dict[str, str]:
+    """The analysed text fields of a paper, by field name."""
+    return {
+        "title": paper.title,
+        "abstract": paper.abstract,
+        "title_exact": paper.title,
+        "abstract_exact": paper.abstract,
+        "author": " ; ".join(paper.authors),
+        "subject": "\n".join(paper.subjects),
+    }
 
 
 def _write_in_children(

@@ -310,7 +310,7 @@ def idf(searcher: Searcher, fields: Iterator[str] | tuple[str, ...], text: bytes
     """Lucene's BM25 idf, from the word's document frequency in the field where it is commonest."""
     top = searcher.get_parent()  # statistics of the whole index, not of one segment
     frequency = max((top.doc_frequency(field, text) for field in fields), default=0)
-    return bm25f.idf(top.doc_count_all(), frequency)
+    return bm25f.idf(top.doc_count(), frequency)  # live papers only (live_statistics.LiveSearcher)
 
 
 def _length_norm(searcher: Searcher, field: str) -> Callable[[int], float]:

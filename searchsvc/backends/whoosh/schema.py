@@ -15,7 +15,7 @@ from whoosh.analysis import (
     StopFilter,
     Token,
 )
-from whoosh.columns import NumericColumn, VarBytesColumn
+from whoosh.columns import VarBytesColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.support.charset import accent_map
 
@@ -28,11 +28,8 @@ EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
 # character, commas included, can be part of a value).
 FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author"}
 
-# Column holding each paper's position oldest-first (ties by id). Newest-first is the
-# document order itself (see indexing.write_index).
-OLDEST_RANK = "oldest_rank"
-
-SCHEMA_VERSION = 7  # 7: stored `identifiers` (arXiv id, DOI, URL); 6: content keys beside the index
+# 8: ids in a column (doc_order.py), no oldest-rank column; 7: stored `identifiers` (arXiv id, DOI, URL)
+SCHEMA_VERSION = 8
 
 
 class SnowballStemFilter(Filter):
@@ -98,7 +95,7 @@ def value_analyzer() -> Analyzer:
 
 def build_schema() -> Schema:
     return Schema(
-        id=ID(stored=True, unique=True),
+        id=ID(stored=True, unique=True, sortable=True),  # its column orders ties (doc_order.py)
         title=TEXT(analyzer=text_analyzer(), stored=True, phrase=True),
         abstract=TEXT(analyzer=text_analyzer(), stored=True, phrase=True),
         title_exact=TEXT(analyzer=unstemmed_analyzer(), phrase=True),
@@ -112,5 +109,4 @@ def build_schema() -> Schema:
         facet_year=COLUMN(VarBytesColumn()),
         facet_subject=COLUMN(VarBytesColumn()),
         facet_author=COLUMN(VarBytesColumn()),
-        oldest_rank=COLUMN(NumericColumn("I")),
     )

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from whoosh import query
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+from whoosh.matching.wrappers import FilterMatcher
 from whoosh.query import Query
 from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
@@ -49,7 +50,9 @@ def plan(compiled: CompiledQuery, searcher: Searcher) -> WordsPlan | None:
     """The query as words to score with numpy, or None if it needs Whoosh's matchers."""
     if not isinstance(compiled.scored, Weighted):
         return None
-    small_segments = any(leaf.doc_count_all() <= _OR_TREE_ABOVE for leaf, _ in searcher.leaf_searchers())
+    # By the size of the collection, not of its segments: an update's small segment must not
+    # change how a query is scored (a rebuild's segments are all above the bound, or it has one).
+    small_segments = searcher.doc_count() <= _OR_TREE_ABOVE
     top = compiled.scored.child
     coordination = None
     if isinstance(top, CoordinatedOr) and len(top.subqueries) > 1:
@@ -133,6 +136,10 @@ class Postings:
             if (field, text) not in reader:
                 continue
             m = reader.postings(field, text)
+            deleted = None
+            if isinstance(m, FilterMatcher):  # the segment has deletions: read whole blocks, drop those after
+                m, deleted = m.child, np.fromiter(reader.deleted_docs_set, dtype=np.int64) + offset
+            first = len(ids)
             while m.is_active():
                 if hasattr(m, "_read_ids"):  # whoosh3 posting blocks: a block at a time
                     m._read_ids()
@@ -144,6 +151,10 @@ class Postings:
                     ids.append(np.array([m.id() + offset], dtype=np.int64))
                     weights.append(np.array([m.weight()], dtype=np.float64))
                     m.next()
+            if deleted is not None and len(ids) > first:
+                kept = ~np.isin(np.concatenate(ids[first:]), deleted)
+                ids[first:] = [np.concatenate(ids[first:])[kept]]
+                weights[first:] = [np.concatenate(weights[first:])[kept]]
         if not ids:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         return np.concatenate(ids), np.concatenate(weights)
@@ -206,11 +217,11 @@ def score(words_plan: WordsPlan, postings: Postings, searcher: Searcher, check: 
     return Scored(matched, scores, all_words)
 
 
-def top(scores: Floats, tier: Mask, low: int, high: int) -> list[tuple[int, float]]:
-    """Places [low, high) of `tier` by score, ties to the lower document number (as Whoosh's collector)."""
+def top(scores: Floats, tier: Mask, rank: Ints, low: int, high: int) -> list[tuple[int, float]]:
+    """Places [low, high) of `tier` by score, ties by `rank` (each document's place in catalogue order)."""
     candidates = np.flatnonzero(tier)
     if len(candidates) > high:
         kth = np.partition(-scores[candidates], high - 1)[high - 1]
         candidates = candidates[-scores[candidates] <= kth]
-    order = np.lexsort((candidates, -scores[candidates]))[low:high]
+    order = np.lexsort((rank[candidates], -scores[candidates]))[low:high]
     return [(int(d), float(scores[d])) for d in candidates[order]]

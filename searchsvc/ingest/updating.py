@@ -1,0 +1,179 @@
+"""Updates: add records to, or remove papers from, the published collection without a rebuild.
+
+The published collection's merge state (`ingest.collection`, kept beside the index by every
+rebuild and update) is copied, the new records are merged into the copy by the rebuild's own
+rules (`merging.merge_into`), and the papers that changed are handed to the engine, which
+publishes a new generation sharing what did not change. The copy becomes the new published
+collection just before the engine publishes, so a process killed at any point leaves a
+published generation and the collection it was built from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from searchsvc.backends import Backend
+from searchsvc.core.errors import IndexUnavailable, SearchsvcError
+from searchsvc.core.progress import ProgressFactory, counted, no_progress
+from searchsvc.ingest.collection import Change, MergeStore
+from searchsvc.ingest.merging import merge_into
+from searchsvc.ingest.published import collection_file, keep_collection, prune_collections
+from searchsvc.ingest.sources import SUFFIXES, discover, read_records
+
+
+
+@dataclass
+class ChangeReport:
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # ids asked to be removed that no paper has
+    records: int = 0  # records read
+    generation: str = ""  # the published generation afterwards (the same one if nothing changed)
+    changed_at: str | None = None  # when it was published (None: nothing changed)
+    seconds: float = 0.0
+    embedded: int = 0
+    embedding_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        counts = ", ".join(
+            f"{len(ids)} {name}" for name, ids in self._lists().items() if ids or name != "missing"
+        )
+        published = f"published index generation {self.generation}" if self.changed_at else "nothing to publish"
+        return (
+            f"{published}: {counts}; {self.records} records read, {self.embedded} embedded, "
+            f"{len(self.warnings)} warning(s), {self.seconds:.1f} s"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def _lists(self) -> dict[str, list[str]]:
+        return {
+            "added": self.added,
+            "replaced": self.replaced,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "missing": self.missing,
+        }
+
+
+def add(
+    backend: Backend,
+    sources: Sequence[Path],
+    progress: ProgressFactory = no_progress,
+    warn: Callable[[str], None] = lambda message: None,
+) -> ChangeReport:
+    """Merge the sources' records into the published collection and publish the papers that changed."""
+    report = ChangeReport()
+
+    def note(message: str) -> None:
+        report.warnings.append(message)
+        warn(message)
+
+    def merge(store: MergeStore) -> int:
+        files = discover(sources)
+        if not files:
+            where = ", ".join(str(s) for s in sources) or "(none given)"
+            raise SearchsvcError(f"no source files ({', '.join('*' + s for s in SUFFIXES)}) in {where}")
+        with progress("reading", None) as advance:
+            records = merge_into(store, counted(read_records(files, note, Counter()), advance), note)
+        report.records = records - store.records_before
+        return records
+
+    return _update(backend, merge, report, progress, {"added_from": [str(s) for s in sources]})
+
+
+def remove(
+    backend: Backend,
+    ids: Sequence[str],
+    progress: ProgressFactory = no_progress,
+    warn: Callable[[str], None] = lambda message: None,
+) -> ChangeReport:
+    """Remove the papers with these ids and publish; ids no paper has are reported as missing."""
+    report = ChangeReport()
+
+    def merge(store: MergeStore) -> int:
+        report.missing = [paper_id for paper_id in dict.fromkeys(ids) if not store.remove(paper_id)]
+        return store.records_before
+
+    return _update(backend, merge, report, progress, {"removed": list(ids)})
+
+
+def _update(
+    backend: Backend,
+    merge: Callable[[MergeStore], int],
+    report: ChangeReport,
+    progress: ProgressFactory,
+    provenance: dict[str, Any],
+) -> ChangeReport:
+    started = time.monotonic()
+    with backend.exclusive_rebuild():
+        published = backend.published()
+        if published is None:
+            raise IndexUnavailable("no index is published: run `searchsvc rebuild` first")
+        path = collection_file(backend, published)
+        if not path.is_file():
+            raise IndexUnavailable(
+                f"index generation {published} has no collection file to update (it was built by an older "
+                "version of searchsvc): run `searchsvc rebuild` once"
+            )
+        store = MergeStore(backend.settings.index_dir, published=path)
+        try:
+            with store.failures_explained():
+                records = merge(store)
+                change = _classify(store, report)
+                collection = store.finish(records)
+        except BaseException:
+            store.discard()
+            raise
+        report.generation = published
+        with collection:
+            if change.deleted or change.added:
+                with progress("indexing", len(change.added)) as advance:
+                    report.generation = backend.apply(
+                        collection, change, advance, provenance, keep_collection(backend, collection)
+                    )
+                report.changed_at = datetime.now(UTC).isoformat(timespec="seconds")
+                prune_collections(backend, report.generation)
+        embedding_started = time.monotonic()
+        if report.changed_at:
+            report.embedded = backend.embed(progress)
+        report.embedding_seconds = time.monotonic() - embedding_started
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _classify(store: MergeStore, report: ChangeReport) -> Change:
+    """The engine's change and the report's lists, from the papers the merge touched."""
+    assert store.changes is not None  # a store opened on a published collection notes its changes
+    deleted: list[str] = []
+    added = []
+    for number, before in sorted(store.changes.items()):
+        now = store.current(number)
+        if now is None:
+            if before is not None:
+                deleted.append(before[0])
+                report.removed.append(before[0])
+            continue
+        paper, paper_id = now
+        if before is None:
+            report.added.append(paper_id)
+        elif before == (paper_id, paper.stored()):
+            report.unchanged.append(paper_id)
+            continue
+        else:
+            deleted.append(before[0])
+            report.replaced.append(paper_id)
+            if before[0] != paper_id:
+                report.removed.append(before[0])
+        added.append(paper)
+    return Change(deleted, added)
