@@ -21,7 +21,7 @@ from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import ChangeReportSchema
 from searchsvc.web.service import service
 from searchsvc.web.write_auth import writer
-from searchsvc.web.write_body import BODY, MEDIA_TYPES, named_as_body, saved_body
+from searchsvc.web.write_body import BODY, MEDIA_TYPES, for_the_client, named_as_body, saved_body
 
 blueprint = Blueprint("write_api", __name__, url_prefix="/api")
 
@@ -76,7 +76,7 @@ def _change(name: str, make: Callable[[], ChangeReport], body: Path | None = Non
         current_app.logger.warning("change by %s failed: %s", name, error.message)
         raise error from None
     if body is not None:
-        report = dataclasses.replace(report, warnings=[w.replace(str(body), BODY) for w in report.warnings])
+        report = dataclasses.replace(report, warnings=[for_the_client(w, body) for w in report.warnings])
     summary = report.summary().replace(str(body), BODY) if body is not None else report.summary()
     current_app.logger.info("change by %s: %s", name, summary)
     return report

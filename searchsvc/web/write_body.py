@@ -9,6 +9,7 @@ Errors name the body (`body:3: ...`), never where the file was.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -43,6 +44,8 @@ _CHARSETS = frozenset({"utf-8", "utf8", "us-ascii"})  # every reader reads UTF-8
 BODY = "body"  # what errors call the body, in place of the temporary file's path
 _TEMP_PREFIX = ".write-"  # <index_dir>/.write-<pid>-…, removed after each request or, if killed, by the next
 _CHUNK_BYTES = 1 << 16
+# The folders of an absolute path in a message (`/srv/sources/a.jsonl:3`), not of a URL or an id.
+_FOLDERS = re.compile(r"(?<![\w.:/~-])/(?:[^\s:'\",;/]+/)+")
 
 
 def body_suffix() -> str:
@@ -95,6 +98,12 @@ def _too_large(limit: int) -> BodyTooLarge:
         "or rebuild the index from files with `searchsvc rebuild`",
         {"limit_bytes": limit},
     )
+
+
+def for_the_client(warning: str, path: Path) -> str:
+    """A warning written for the operator's terminal, as a client may read it: the body named `body`,
+    other sources by their file name alone (a merge warning may name the file a paper came from)."""
+    return _FOLDERS.sub("", warning.replace(str(path), BODY))
 
 
 def named_as_body(error: SearchsvcError, path: Path) -> SearchsvcError:
