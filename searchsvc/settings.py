@@ -186,10 +186,11 @@ class Settings:
         TokenHashes(),
     )
     max_write_body_bytes: int = _setting(
-        16 << 20,
-        "a write request's body is saved to a temporary file and read as one change while every other change "
-        "waits; 16 MiB is thousands of records: a whole collection goes through `searchsvc rebuild` instead",
-        Integer(1024, 1 << 30),
+        256 << 10,
+        "a write request's body: its change runs in the worker that received it, which embeds every new "
+        "abstract before answering, so the change must end well inside gunicorn's 30 s worker timeout "
+        "(docs/decisions.md: 256 KiB of records took 12 s); collections go through `searchsvc rebuild`",
+        Integer(1024, 64 << 20),
     )
 
     @property
