@@ -32,11 +32,12 @@ FIND_AUTHOR = "find_author"  # the author facet's lookup box: part of the page's
 
 @blueprint.context_processor
 def _settings() -> dict[str, Any]:
-    return {"settings": service().settings, "published": _published}
+    return {"settings": service().settings}
 
 
 def _published() -> dict[str, str] | None:
-    """The generation served and when its papers last changed, for the page footer; None if unknown."""
+    """The generation served and when its papers last changed, for the search page's footer (the
+    other pages leave it out: on OpenSearch it costs requests to the cluster); None if unknown."""
     try:
         status = service().backend.status()
         changed = datetime.fromisoformat(changed_at(status)).astimezone(UTC)  # (naive: taken as local time)
@@ -82,6 +83,7 @@ def search() -> tuple[str, int]:
         found_authors=found_authors,
         sorts=SORT_LABELS,
         export_formats=[(name, chosen.label) for name, chosen in EXPORT_FORMATS.items()],
+        published=_published(),
     ), 200
 
 
