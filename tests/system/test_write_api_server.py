@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,7 +20,15 @@ import pytest
 from searchsvc.write_tokens import entry_for, new_token
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
 from tests.helpers.records import jsonl, made_up_papers, write_jsonl
-from tests.helpers.servers import REQUEST_TIMEOUT, get, procfile_web, rebuild_index, server_output
+from tests.helpers.servers import (
+    REQUEST_TIMEOUT,
+    SEARCHSVC,
+    environment,
+    get,
+    procfile_web,
+    rebuild_index,
+    server_output,
+)
 
 pytestmark = pytest.mark.reliability
 
@@ -27,6 +37,7 @@ TOKEN = new_token()
 WRONG_TOKEN = new_token()
 BODY_LIMIT = 1 << 20
 SETTINGS = {"SEARCHSVC_SEMANTIC_RANKING": "false", "SEARCHSVC_MAX_WRITE_BODY_BYTES": str(BODY_LIMIT)}
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -124,3 +135,67 @@ def test_a_change_while_a_rebuild_runs_is_a_409(server: tuple[str, Path, Path]) 
         assert status == 409 and refused["error"]["code"] == "rebuild_in_progress", refused
         assert totals(base, "wombat", times=2) == {3}  # reads go on
     assert totals(base, "bilby", times=2) == {0}
+
+
+def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
+    server: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    """20 changes, half through the API and half through the command line, while 4 clients search
+    without pause: no search fails, and the search after each change shows it."""
+    base, index_dir, _ = server
+    failures: list[str] = []
+    searched = [0]
+    stop = threading.Event()
+
+    def client() -> None:
+        while not stop.is_set():
+            try:
+                status, body = get(f"{base}/api/search?q=quokka+lattice")
+                if status != 200:
+                    failures.append(f"{status}: {body}")
+                searched[0] += 1
+            except OSError as exc:  # a refused or dropped connection is a failed search too
+                failures.append(repr(exc))
+
+    clients = [threading.Thread(target=client) for _ in range(4)]
+    for thread in clients:
+        thread.start()
+    try:
+        for number in range(20):
+            word = f"loadword{number}"
+            paper = {"id": f"load-{number}", "title": f"The {word} study", "abstract": "", "year": 2020}
+            if number % 2:
+                status, report = add(base, jsonl([paper]))
+                assert status == 200, report
+            else:
+                source = write_jsonl(tmp_path / f"load-{number}.jsonl", [paper])
+                cli = subprocess.run(
+                    [str(SEARCHSVC), "add", str(source)],
+                    env=environment(SEARCHSVC_INDEX_DIR=str(index_dir), **SETTINGS),
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert cli.returncode == 0, cli.stderr
+            assert get(f"{base}/api/search?q={word}")[1]["total"] == 1  # the very next request
+            if number >= 10:  # then remove the one added ten changes before, alternating again
+                gone = f"load-{number - 10}"
+                if number % 2:
+                    status, report = send(base, "DELETE", f"/api/papers/{gone}", headers=AUTH)
+                    assert status == 200, report
+                else:
+                    cli = subprocess.run(
+                        [str(SEARCHSVC), "remove", gone],
+                        env=environment(SEARCHSVC_INDEX_DIR=str(index_dir), **SETTINGS),
+                        capture_output=True,
+                        text=True,
+                        timeout=120,
+                    )
+                    assert cli.returncode == 0, cli.stderr
+                assert get(f"{base}/api/search?q=loadword{number - 10}")[1]["total"] == 0
+    finally:
+        stop.set()
+        for thread in clients:
+            thread.join()
+    assert failures == []
+    assert searched[0] > 20
