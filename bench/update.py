@@ -2,7 +2,10 @@
 `remove` of 100 ids on an index of N records, then a rebuild of the same final sources, whose
 search results must be identical to the updated index's (ids, scores, totals, facets).
 
-    python -m bench update [--records 300000] [--changed 100] [--semantic] [--out bench/results/update.json]
+    python -m bench update [--records 300000] [--changed 100] [--successive 10] [--semantic] [--out FILE]
+
+Then `--successive` more adds of `--changed` papers each, timed one by one: one update segment
+each, until more than MAX_SMALL_SEGMENTS of them are merged (backends/whoosh/incremental.py).
 
 The corpus is bench/corpus.py's (the ACL records, then labelled synthetic ones), as for `bench scale`.
 """
@@ -26,16 +29,22 @@ from searchsvc.ingest.rebuild import rebuild
 from searchsvc.settings import load_settings
 
 
-def run(records: int, changed: int, semantic: bool) -> dict[str, Any]:
+def run(records: int, changed: int, successive: int, semantic: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-update-") as scratch:
         work = Path(scratch)
         source = work / "corpus.jsonl"
-        described = corpus.prepare(source, records + changed)
+        described = corpus.prepare(source, records + changed * (1 + successive))
         lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
         base, added = work / "base.jsonl", work / "added.jsonl"
         base.write_text("".join(lines[:records]), encoding="utf-8")
-        added.write_text("".join(lines[records:]), encoding="utf-8")
+        added.write_text("".join(lines[records : records + changed]), encoding="utf-8")
+        later = []
+        for number in range(successive):
+            start = records + changed * (1 + number)
+            later.append(work / f"later-{number:02d}.jsonl")
+            later[-1].write_text("".join(lines[start : start + changed]), encoding="utf-8")
         removed_ids = [json.loads(line)["id"] for line in lines[: records : max(1, records // changed)]][:changed]
+        del lines
 
         updated = _backend(work / "updated", semantic)
         timings: dict[str, Any] = {"load_before": os.getloadavg()}
@@ -47,6 +56,10 @@ def run(records: int, changed: int, semantic: bool) -> dict[str, Any]:
         queries = mix.generate(corpus.load(source), 60)
         identical, compared = _same_results(updated, rebuilt, queries)
         timings["remove"] = _timed_report(lambda: updating.remove(updated, removed_ids))
+        timings["successive_adds"] = [
+            {**_timed_report(lambda path=path: updating.add(updated, [path])), "segments": _segments(updated)}
+            for path in later
+        ]
         timings["load_after"] = os.getloadavg()
     return {
         "machine": machine(),
@@ -59,6 +72,12 @@ def run(records: int, changed: int, semantic: bool) -> dict[str, Any]:
         "identical_to_rebuild": identical,
         "queries_compared": compared,
     }
+
+
+def _segments(backend: WhooshBackend) -> int:
+    """Segments of the published generation (an update adds one; merging small ones folds them)."""
+    generation = backend.store.generations / backend.store.published_name()
+    return len(list(generation.glob("*.seg")))
 
 
 def _backend(index_dir: Path, semantic: bool) -> WhooshBackend:
@@ -101,10 +120,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench update", description=__doc__)
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--changed", type=int, default=100)
+    parser.add_argument("--successive", type=int, default=10, help="more adds after the first, timed one by one")
     parser.add_argument("--semantic", action="store_true", help="rank by meaning too (embeds the whole corpus first)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = run(args.records, args.changed, args.semantic)
+    result = run(args.records, args.changed, args.successive, args.semantic)
     out = args.out or Path(f"bench/results/update-{args.records}{'-semantic' if args.semantic else ''}.json")
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))
