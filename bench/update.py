@@ -46,12 +46,12 @@ def run(records: int, changed: int, successive: int, semantic: bool) -> dict[str
         removed_ids = [json.loads(line)["id"] for line in lines[: records : max(1, records // changed)]][:changed]
         del lines
 
-        updated = _backend(work / "updated", semantic)
+        updated = _backend(work / "updated", semantic, work / "vectors")
         timings: dict[str, Any] = {"load_before": os.getloadavg()}
         timings["first_rebuild_s"] = _timed(lambda: rebuild(updated, [base]))
         add_report = _timed_report(lambda: updating.add(updated, [added]))
         timings["add"] = add_report
-        rebuilt = _backend(work / "rebuilt", semantic)
+        rebuilt = _backend(work / "rebuilt", semantic, work / "vectors")  # its papers' vectors are stored already
         timings["full_rebuild_s"] = _timed(lambda: rebuild(rebuilt, [base, added]))
         queries = mix.generate(corpus.load(source), 60)
         identical, compared = _same_results(updated, rebuilt, queries)
@@ -80,8 +80,9 @@ def _segments(backend: WhooshBackend) -> int:
     return len(list(generation.glob("*.seg")))
 
 
-def _backend(index_dir: Path, semantic: bool) -> WhooshBackend:
-    return WhooshBackend(load_settings({"index_dir": index_dir, "semantic_ranking": semantic}, environ={}))
+def _backend(index_dir: Path, semantic: bool, vectors: Path) -> WhooshBackend:
+    settings = {"index_dir": index_dir, "semantic_ranking": semantic, "vector_store": str(vectors)}
+    return WhooshBackend(load_settings(settings, environ={}))
 
 
 def _timed(work: Any) -> float:
