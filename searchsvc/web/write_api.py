@@ -39,7 +39,8 @@ blueprint = Blueprint("write_api", __name__, url_prefix="/api")
 def add_papers() -> Response:
     name = writer()
     with saved_body(service().settings) as body:
-        report = _change(name, lambda: updating.add(service().backend, [body]), body)
+        origin = f"POST /api/papers by {name}"  # the manifest's provenance, not the temporary file's path
+        report = _change(name, lambda: updating.add(service().backend, [body], origin=origin), body)
     return _report_response(report)
 
 
