@@ -1,10 +1,10 @@
-"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest|sources [options]`: see bench/README.md."""
+"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest|sources|update [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import authors, build, embedding, query, related, scale, sources, suggest, versus
+from bench import authors, build, embedding, query, related, scale, sources, suggest, update, versus
 
 COMMANDS = {
     "build": build.main,
@@ -16,6 +16,7 @@ COMMANDS = {
     "authors": authors.main,
     "suggest": suggest.main,
     "sources": sources.main,
+    "update": update.main,
 }
 
 if __name__ == "__main__":

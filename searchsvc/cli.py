@@ -17,11 +17,12 @@ from tqdm import tqdm
 
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.ingest import updating
 from searchsvc.ingest.rebuild import RebuildReport, rebuild
-from searchsvc.web.schemas import dump_search_result, parse_search_request
-from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.settings import Settings, load_settings
+from searchsvc.web.schemas import dump_search_result, parse_search_request
+from searchsvc.write_tokens import entry_for, new_token
 
 _MARK = re.compile(r"<mark>(.*?)</mark>")
 _EXIT_INVALID_USAGE = 2
@@ -233,3 +234,22 @@ def settings_command() -> None:
     for name, value, why, allowed in load_settings().describe():
         shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
         click.echo(f"{name} = {shown}\n    {why}\n    allowed: {allowed}")
+
+
+@main.command("token")
+@click.argument("name")
+def token_command(name: str) -> None:
+    """Make a write token for NAME: the token once on stdout, the line for the tokens file on stderr.
+
+    Only the line (NAME:SHA256) is kept by the service, in write_tokens_file or write_token_hashes;
+    the token itself is shown here once and stored nowhere, so give it to the writer now.
+    """
+    token = new_token()
+    try:
+        line = entry_for(name, token)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
+    click.echo(token)
+    click.echo(
+        f"add this line to the write tokens file (write_tokens_file), then restart the service:\n{line}", err=True
+    )

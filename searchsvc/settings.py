@@ -28,9 +28,12 @@ from searchsvc.settings_rules import (
     Refused,
     Rule,
     Text,
+    TokenHashes,
+    TokensFile,
     UrlList,
     masked_url,
 )
+from searchsvc.write_tokens import TokenHash, duplicate_name, parse_entry, read_tokens_file
 
 CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
 DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")
@@ -177,6 +180,25 @@ class Settings:
         "other address; empty: on the public address (then keep it private in front of the service)",
         OptionalAddress(),
     )
+    write_tokens_file: str = _setting(
+        "",
+        "who may change the index over HTTP (POST /api/papers, DELETE /api/papers/<id>): a file of NAME:SHA256 "
+        "lines (`searchsvc token NAME` makes one); empty, with write_token_hashes empty too: the write API is off",
+        TokensFile(),
+    )
+    write_token_hashes: tuple[str, ...] = _setting(
+        (),
+        "more NAME:SHA256 write-token entries, for platforms that configure by variables rather than files; "
+        "never printed by `searchsvc settings`",
+        TokenHashes(),
+    )
+    max_write_body_bytes: int = _setting(
+        256 << 10,
+        "a write request's body: its change runs in the worker that received it, which embeds every new "
+        "abstract before answering, so the change must end well inside gunicorn's 30 s worker timeout "
+        "(docs/decisions.md: 256 KiB of records took 12 s); collections go through `searchsvc rebuild`",
+        Integer(1024, 64 << 20),
+    )
 
     @property
     def vector_store_dir(self) -> Path:
@@ -191,6 +213,14 @@ class Settings:
     def facet_limits(self) -> dict[str, int]:
         """Values listed per facet in a search result."""
         return {"year": self.year_facet_limit, "subject": self.facet_limit, "author": self.facet_limit}
+
+    def write_tokens(self) -> tuple[TokenHash, ...]:
+        """The writers allowed to change the index over HTTP; none: the write API is off."""
+        try:
+            from_file = read_tokens_file(Path(self.write_tokens_file)) if self.write_tokens_file else ()
+        except ValueError as exc:  # changed or removed since the settings were loaded
+            raise ConfigurationError(f"write_tokens_file: {exc}", {"setting": "write_tokens_file"}) from None
+        return from_file + tuple(parse_entry(entry) for entry in self.write_token_hashes)
 
     def describe(self) -> list[tuple[str, Any, str, str]]:
         """Each setting as (name, value, reason, allowed values); secrets are masked."""
@@ -251,6 +281,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
             raise ConfigurationError(_unknown(name, value))
     settings = Settings(**{name: _read(name, value) for name, value in given.items()})
     _check_order(settings, given)
+    _check_writers(settings)
     return settings
 
 
@@ -305,3 +336,14 @@ def _check_order(settings: Settings, given: Mapping[str, _Given]) -> None:
                 f"{named[0]} is more than {named[1]}: {smaller} must not exceed {larger}",
                 {"setting": smaller},
             )
+
+
+def _check_writers(settings: Settings) -> None:
+    """Each change is logged by its writer's name, so no name may stand for two tokens."""
+    twice = duplicate_name(settings.write_tokens())
+    if twice is not None:
+        raise ConfigurationError(
+            f"the write token name {twice!r} is given twice (write_tokens_file and write_token_hashes): "
+            "each writer needs a name of its own",
+            {"setting": "write_token_hashes"},
+        )

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from searchsvc.write_tokens import ENTRY_FORM, parse_entry, read_tokens_file
+
 
 class Refused(ValueError):
     """A value the rule cannot use; the message completes `<VARIABLE>=<value>: ...`."""
@@ -154,6 +156,45 @@ class PathList:
 
     def __str__(self) -> str:
         return f"one or more non-empty paths (separated by {os.pathsep!r} in the environment)"
+
+
+class TokensFile:
+    """A file of write-token entries (`name:sha256-hex` lines), or empty for none; read and checked now,
+    so a bad line stops the start with `file:line: what is wrong` rather than refusing every writer later."""
+
+    def read(self, value: Any) -> str:
+        if value == "" or value is None:
+            return ""
+        path = _path_text(value)
+        try:
+            read_tokens_file(Path(path))
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+        return path
+
+    def __str__(self) -> str:
+        return "a file of NAME:SHA256 lines (# comments), or empty for none"
+
+
+class TokenHashes:
+    """Write-token entries given in the settings themselves: a list, or comma-separated text."""
+
+    secret = True  # hashes cannot be reversed, but nobody needs to see them printed either
+
+    def read(self, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise Refused(f"must be {self}")
+        entries = tuple(str(item).strip() for item in items if str(item).strip())
+        for number, entry in enumerate(entries, start=1):
+            try:
+                parse_entry(entry)
+            except ValueError as exc:
+                raise Refused(f"entry {number}: {exc}") from None
+        return entries
+
+    def __str__(self) -> str:
+        return f"{ENTRY_FORM}, separated by commas; or empty for none"
 
 
 class UrlList:

@@ -102,3 +102,42 @@ class QueryRejected(QuerySyntaxError):
 
     code = "query_rejected"
     label = "query rejected"
+
+
+# The write API's refusals (web/write_auth.py, web/write_body.py): each its own status and code.
+
+
+class WriteApiOff(SearchsvcError):
+    """A change asked of a service configured with no write tokens: no token could be right."""
+
+    code = "write_api_off"
+
+
+class MissingToken(SearchsvcError):
+    """A change asked without an `Authorization: Bearer` header."""
+
+    code = "unauthorized"
+
+
+class WrongToken(SearchsvcError):
+    """A bearer token that is none of the configured writers'."""
+
+    code = "forbidden"
+
+
+class TokenInQuery(SearchsvcError):
+    """A token put in the URL, where logs, proxies and browser histories keep it: refused, never read."""
+
+    code = "token_in_query"
+
+
+class BodyTooLarge(SearchsvcError):
+    """A write request's body longer than `max_write_body_bytes`."""
+
+    code = "body_too_large"
+
+
+class UnsupportedBodyType(SearchsvcError):
+    """A write request's body in a media type no reader reads; `details["accepted"]` lists those they do."""
+
+    code = "unsupported_media_type"

@@ -108,13 +108,15 @@ def rank_page(
     return ranked
 
 
-def related_order(vectors: np.ndarray, paper: np.ndarray, limit: int, exclude: int | None) -> list[tuple[int, float]]:
+def related_order(
+    vectors: np.ndarray, paper: np.ndarray, limit: int, exclude: Sequence[int] = ()
+) -> list[tuple[int, float]]:
     """Rows of `vectors` nearest in meaning to `paper` (cosine of unit vectors), the `limit`
-    best first, ties to the lower row; `exclude` is the paper's own row, if it is among them."""
+    best first, ties to the lower row; never the rows of `exclude` (the paper's own, deleted ones)."""
     similarity = similarities(vectors, paper)
-    if exclude is not None:
-        similarity[exclude] = -np.inf
-    count = min(limit, len(similarity) - (exclude is not None))
+    left_out = np.unique(np.asarray(exclude, dtype=np.int64))
+    similarity[left_out] = -np.inf
+    count = min(limit, len(similarity) - len(left_out))
     if count <= 0:
         return []
     candidates = np.arange(len(similarity))

@@ -100,8 +100,8 @@ class MergeStore:
         if published is not None:
             shutil.copyfile(published, path)
         self.db = _connect(path)
-        if published is None:
-            self.db.executescript(_SCHEMA)
+        # An update's copy drops the catalogue: only a rebuild reads papers in catalogue order.
+        self.db.executescript(_SCHEMA if published is None else "DROP TABLE IF EXISTS catalogue;")
         # group → its (id, stored fields) before this merge touched it (None: new); only for updates
         self.changes: dict[int, tuple[str, dict[str, Any]] | None] | None = None if published is None else {}
         self.records_before: int = self.db.execute("SELECT records FROM meta").fetchone()[0]
@@ -175,10 +175,11 @@ class MergeStore:
             ) from exc
 
     def finish(self, records: int) -> Collection:
-        """The merged papers in catalogue order, `records` merged in all."""
+        """The merged papers, `records` merged in all; a rebuild's in catalogue order too."""
         self.db.execute("UPDATE meta SET records = ?", (records,))
         self.db.execute("COMMIT")
-        self.db.executescript(_CATALOGUE)
+        if self.changes is None:
+            self.db.executescript(_CATALOGUE)
         self.db.close()
         self._cleanup.detach()  # the collection owns the file now
         return Collection(self.directory, records - self.records_before)
@@ -199,7 +200,7 @@ class Collection:
         self._cleanup = weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
         self.records = records
         self._db = _connect(self.path)
-        self._size: int = self._db.execute("SELECT count(*) FROM catalogue").fetchone()[0]
+        self._size: int = self._db.execute("SELECT count(*) FROM paper").fetchone()[0]
 
     def __len__(self) -> int:
         return self._size

@@ -27,7 +27,6 @@ from searchsvc.ingest.published import collection_file, keep_collection, prune_c
 from searchsvc.ingest.sources import SUFFIXES, discover, read_records
 
 
-
 @dataclass
 class ChangeReport:
     added: list[str] = field(default_factory=list)
@@ -71,8 +70,10 @@ def add(
     sources: Sequence[Path],
     progress: ProgressFactory = no_progress,
     warn: Callable[[str], None] = lambda message: None,
+    origin: str | None = None,
 ) -> ChangeReport:
-    """Merge the sources' records into the published collection and publish the papers that changed."""
+    """Merge the sources' records into the published collection and publish the papers that changed.
+    `origin` names where they came from in the manifest (default: the sources' paths)."""
     report = ChangeReport()
 
     def note(message: str) -> None:
@@ -89,7 +90,7 @@ def add(
         report.records = records - store.records_before
         return records
 
-    return _update(backend, merge, report, progress, {"added_from": [str(s) for s in sources]})
+    return _update(backend, merge, report, progress, {"added_from": origin or [str(s) for s in sources]})
 
 
 def remove(

@@ -1,16 +1,40 @@
-"""gunicorn's access log with every request-supplied value escaped, so no request can forge or split a line.
+"""gunicorn's access log with every request-supplied value escaped, so no request can forge or split a line,
+and with no credential in it.
 
 gunicorn escapes only double quotes. Header values may still carry bytes such as 0x85 (NEL,
 a line break to many log tools) or bidi overrides that make a line read differently, so every
 character that is not printable is written as an escape, and backslashes are doubled so an
 escape in the log always means one was needed.
+
+Credentials: the write API refuses a token in the URL (web/write_auth.py), but gunicorn logs the
+request line before anyone reads it, so a `token=` or `access_token=` value is hidden in every
+value that holds the URL; the Authorization header is hidden from any format that names it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gunicorn.glogging import Logger, SafeAtoms
+
+from searchsvc.write_tokens import QUERY_TOKEN_PARAMETERS
+
+HIDDEN = "(hidden)"
+
+
+def _spelled_any_way(name: str) -> str:
+    """A pattern of `name` as it may appear raw in a URL: any letter in any case, or percent-encoded."""
+    return "".join(f"(?:{re.escape(char)}|%{ord(char):02x})" for char in name)
+
+
+# A query parameter a token may be put in, and its value up to the next separator.
+_TOKEN_IN_URL = re.compile(
+    r"(?i)((?:^|[?&;])(?:" + "|".join(map(_spelled_any_way, sorted(QUERY_TOKEN_PARAMETERS))) + r")=)[^&;#\s]*"
+)
+_CREDENTIAL_ATOMS = frozenset(
+    {"{authorization}i", "{proxy-authorization}i", "{http_authorization}e", "{http_proxy_authorization}e"}
+)
 
 
 def escape_for_log(value: str) -> str:
@@ -28,9 +52,18 @@ def _escape_char(char: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+def without_credentials(key: str, value: str) -> str:
+    """`value` of atom `key` with any token in a URL, or the whole value of an Authorization header, hidden."""
+    if key.lower() in _CREDENTIAL_ATOMS:
+        return HIDDEN
+    return _TOKEN_IN_URL.sub(lambda found: found[1] + HIDDEN, value)
+
+
 class EscapedAtoms(SafeAtoms):
     def __init__(self, atoms: dict[str, Any]) -> None:
-        super().__init__({key: escape_for_log(v) if isinstance(v, str) else v for key, v in atoms.items()})
+        super().__init__(
+            {key: escape_for_log(without_credentials(key, v)) if isinstance(v, str) else v for key, v in atoms.items()}
+        )
 
 
 class EscapingLogger(Logger):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -11,7 +12,7 @@ from searchsvc.backends import open_backend
 from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.settings import load_settings
-from searchsvc.web import api, feeds, health, http_errors, metrics, openapi, ui
+from searchsvc.web import api, feeds, health, http_errors, metrics, openapi, ui, write_api
 from searchsvc.web.raw_query import refuse_invalid_utf8
 from searchsvc.web.service import Service
 
@@ -45,9 +46,13 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     # variable must not expose tracebacks or let errors escape the JSON/HTML error handlers.
     app.debug = False
     app.json.sort_keys = False  # type: ignore[attr-defined]  # keep documents in schema order
+    if app.logger.level == logging.NOTSET:  # changes to the index and the generation served are worth a line
+        app.logger.setLevel(logging.INFO)
     backend = open_backend(settings)
-    app.extensions["searchsvc"] = Service(settings, metrics.metered(backend) if settings.metrics else backend)
+    metered = metrics.metered(backend) if settings.metrics else backend
+    app.extensions["searchsvc"] = Service(settings, metered, writers=settings.write_tokens())
     app.register_blueprint(api.blueprint)
+    app.register_blueprint(write_api.blueprint)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(ui.blueprint)
     app.register_blueprint(feeds.blueprint)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, jsonify
 
 from searchsvc.web.service import service
@@ -21,10 +23,17 @@ def healthz() -> Response:
 @blueprint.get("/readyz")
 @documented(Operation("The index is loaded", response=StatusSchema))
 def readyz() -> Response:
-    """The index is loaded: its generation, papers and build time; 503 (IndexUnavailable) if not.
+    """The index is loaded: its generation, papers, build time and when its papers last changed;
+    503 (IndexUnavailable) if not.
 
     The engine is named, not its library's version: that tells an attacker which flaws to try
     (`searchsvc status` shows the version to the operator).
     """
     status = service().backend.status()
-    return jsonify(StatusSchema().dump({**status, "status": "ready", "engine": service().settings.backend}))
+    ready = {**status, "status": "ready", "engine": service().settings.backend, "changed_at": changed_at(status)}
+    return jsonify(StatusSchema().dump(ready))
+
+
+def changed_at(status: dict[str, Any]) -> str:
+    """When the served generation's papers last changed: a write's `changed_at`, else its build's time."""
+    return str(status.get("changed_at") or status["built_at"])

@@ -3,7 +3,9 @@
 The API and the health routes answer `{"error": {"code": ..., "message": ..., "details": {...}}}`;
 the pages people read (everything outside /api) answer an HTML page with the same message.
 400 for bad parameters and queries, 404 for unknown papers, authors and routes, 503 when no index
-can be served. Anything unexpected is logged and answered with a 500, never a traceback.
+can be served; the write API adds 401/403 (no or a wrong token, or writes off), 409 (another change
+holds the index), 413 (body too large) and 415 (a body no reader reads). Anything unexpected is
+logged and answered with a 500, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,21 +17,45 @@ from werkzeug.exceptions import HTTPException
 
 from searchsvc.core.errors import (
     AuthorNotFound,
+    BodyTooLarge,
     IndexUnavailable,
     InvalidRequest,
+    MissingToken,
     PaperNotFound,
     QuerySyntaxError,
+    RebuildInProgress,
     SearchsvcError,
     SearchTimedOut,
+    SourceFormatError,
+    TokenInQuery,
+    UnsupportedBodyType,
+    WriteApiOff,
+    WrongToken,
 )
 
 _STATUS: dict[type[SearchsvcError], int] = {
     InvalidRequest: 400,
     QuerySyntaxError: 400,
+    SourceFormatError: 400,  # a write request's body that no reader can read
+    TokenInQuery: 400,
+    MissingToken: 401,
+    WriteApiOff: 403,
+    WrongToken: 403,
     PaperNotFound: 404,
     AuthorNotFound: 404,
+    RebuildInProgress: 409,
+    BodyTooLarge: 413,
+    UnsupportedBodyType: 415,
     IndexUnavailable: 503,
     SearchTimedOut: 503,
+}
+# A rebuild or another change holds the index for seconds to minutes; an index that cannot be read
+# is usually one being published or repaired.
+RETRY_AFTER_CHANGE_S = 5
+_HEADERS: dict[type[SearchsvcError], dict[str, str]] = {
+    IndexUnavailable: {"Retry-After": "30"},
+    RebuildInProgress: {"Retry-After": str(RETRY_AFTER_CHANGE_S)},
+    MissingToken: {"WWW-Authenticate": 'Bearer realm="searchsvc"'},
 }
 
 
@@ -41,11 +67,13 @@ def init_app(app: Flask) -> None:
 
 _PAGE_TITLES = {
     400: "This request could not be understood",
+    401: "Sign-in required",
+    403: "Not allowed",
     404: "Not found",
     405: "Method not allowed",
     503: "Search is not available right now",
 }
-_JSON_BLUEPRINTS = ("api", "health", "openapi", "feeds")  # a feed reader is a program, not a person
+_JSON_BLUEPRINTS = ("api", "write_api", "health", "openapi", "feeds")  # a feed reader is a program, not a person
 
 
 def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> Response:
@@ -73,8 +101,9 @@ def _service_error(error: SearchsvcError) -> Response:
     if error.private:  # where things are, for the operator; the client gets the message alone
         current_app.logger.warning("%s: %s", error.code, error.explained())
     response = error_response(_status_for(error), error.code, error.message, error.details)
-    if isinstance(error, IndexUnavailable):
-        response.headers["Retry-After"] = "30"
+    for kind, headers in _HEADERS.items():
+        if isinstance(error, kind):
+            response.headers.update(headers)
     return response
 
 

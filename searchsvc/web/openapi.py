@@ -24,10 +24,23 @@ from searchsvc.web.schemas import ErrorSchema
 blueprint = Blueprint("openapi", __name__)
 _CONVERTER = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 _ERROR_REASONS = {
-    400: "Invalid parameters or query syntax; details name each bad field",
+    400: "Invalid parameters or query syntax; details name each bad field. For a write: a body no reader can "
+    "read (`body:LINE: what is wrong`, nothing changed), or a token in the URL (refused, never checked)",
+    401: "No `Authorization: Bearer <token>` header",
+    403: "The token is no writer's, or the write API is off (no write tokens configured)",
     404: "Unknown paper, author, facet or route; for an author, details.suggestions lists the closest names",
+    409: "Another change to the index (a rebuild or another write) is running; nothing changed",
+    413: "The body is larger than max_write_body_bytes; nothing changed",
+    415: "The body's media type is not one the readers read; details.accepted lists those they do",
     503: "No index is published or it cannot be read, or the search ran past its time limit",
 }
+# Headers every answer of that status carries (http_errors._HEADERS).
+_ERROR_HEADERS = {
+    401: {"WWW-Authenticate": "The scheme to authenticate with: Bearer"},
+    409: {"Retry-After": "Seconds to wait before trying the change again"},
+}
+_SECURITY_SCHEME = "bearerAuth"
+_METHODS = ("get", "post", "put", "patch", "delete")  # a route's one method of these is its operation
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,8 @@ class Operation:
     download_types: tuple[str, ...] = ()
     errors: tuple[int, ...] = (503,)
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    body_types: tuple[str, ...] = ()  # media types of the request body, if it takes one
+    writes: bool = False  # needs a writer's bearer token (web/write_auth.py)
 
 
 View = TypeVar("View", bound=Callable[..., Any])
@@ -73,11 +88,24 @@ def build_spec(app: Flask) -> APISpec:
         info={"description": "Ranked, faceted search over research-paper records."},
     )
     spec.components.schema("Error", schema=ErrorSchema)
+    spec.components.security_scheme(
+        _SECURITY_SCHEME,
+        {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A write token (`searchsvc token NAME`); its SHA-256 must be in write_tokens_file or "
+            "write_token_hashes. Never in the URL.",
+        },
+    )
+    operations: dict[str, dict[str, Any]] = {}
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         operation = getattr(app.view_functions[rule.endpoint], "operation", None)
         if isinstance(operation, Operation):
-            operations = {"get": _operation(operation, app.extensions["searchsvc"].settings)}
-            spec.path(path=_CONVERTER.sub(r"{\1}", rule.rule), operations=operations)
+            method = next(m for m in _METHODS if m.upper() in (rule.methods or ()))
+            path = operations.setdefault(_CONVERTER.sub(r"{\1}", rule.rule), {})
+            path[method] = _operation(operation, app.extensions["searchsvc"].settings)
+    for path, methods in operations.items():
+        spec.path(path=path, operations=methods)
     return spec
 
 
@@ -99,6 +127,11 @@ def _operation(operation: Operation, settings: Settings) -> dict[str, Any]:
             "description": _ERROR_REASONS[status],
             "content": {"application/json": {"schema": "Error"}},
         }
+        if status in _ERROR_HEADERS:
+            responses[str(status)]["headers"] = {
+                name: {"description": why, "required": True, "schema": {"type": "string"}}
+                for name, why in _ERROR_HEADERS[status].items()
+            }
     if operation.params is not None:
         # Each parameter's own limit fits, but all of them at once in 4-byte characters do not.
         responses["414"] = {
@@ -106,4 +139,14 @@ def _operation(operation: Operation, settings: Settings) -> dict[str, Any]:
             "config/gunicorn.conf.py); answered by gunicorn before the app, as HTML",
             "content": {"text/html": {"schema": {"type": "string"}}},
         }
-    return {"summary": operation.summary, "parameters": parameters, "responses": responses}
+    document: dict[str, Any] = {"summary": operation.summary, "parameters": parameters, "responses": responses}
+    if operation.body_types:
+        document["requestBody"] = {
+            "required": True,
+            "description": "Records in one of the source formats (README, Source formats), UTF-8, at most "
+            f"{settings.max_write_body_bytes:,} bytes (max_write_body_bytes)",
+            "content": {media_type: {"schema": {"type": "string"}} for media_type in operation.body_types},
+        }
+    if operation.writes:
+        document["security"] = [{_SECURITY_SCHEME: []}]
+    return document

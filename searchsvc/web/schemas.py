@@ -359,11 +359,47 @@ class AuthorSchema(Schema):
     )
 
 
+class ChangeReportSchema(Schema):
+    """What one change through the write API did (ingest.updating.ChangeReport)."""
+
+    added = fields.List(fields.String(), required=True, metadata={"description": "Ids of papers new to the index."})
+    replaced = fields.List(
+        fields.String(), required=True, metadata={"description": "Ids of papers whose record changed."}
+    )
+    removed = fields.List(fields.String(), required=True)
+    unchanged = fields.List(
+        fields.String(), required=True, metadata={"description": "Ids of papers sent again as they were."}
+    )
+    missing = fields.List(
+        fields.String(), required=True, metadata={"description": "Ids asked to be removed that no paper has."}
+    )
+    records = fields.Integer(required=True, metadata={"description": "Records read from the body."})
+    generation = fields.String(
+        required=True, metadata={"description": "The generation served now: the one published, or as before."}
+    )
+    changed_at = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "When the change was published (ISO 8601, UTC); null if nothing changed."},
+    )
+    seconds = fields.Float(required=True)
+    embedded = fields.Integer(required=True, metadata={"description": "Papers whose vectors were computed."})
+    embedding_seconds = fields.Float(required=True)
+    warnings = fields.List(fields.String(), required=True)
+
+
 class StatusSchema(Schema):
     status = fields.String(required=True)
     generation = fields.String(required=True)
     doc_count = fields.Integer(required=True)
     built_at = fields.String(required=True)
+    changed_at = fields.String(
+        required=True,
+        metadata={
+            "description": "When the papers served last changed (ISO 8601, UTC): the last change through the write "
+            "API, else built_at."
+        },
+    )
     engine = fields.String(
         required=True, metadata={"description": "whoosh or opensearch (the library's version is not disclosed)."}
     )

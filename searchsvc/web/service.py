@@ -8,14 +8,16 @@ from flask import current_app
 
 from searchsvc.backends import Backend
 from searchsvc.settings import Settings
+from searchsvc.write_tokens import TokenHash
 
 
 @dataclass(frozen=True)
 class Service:
-    """What every route needs: the settings and the backend built from them."""
+    """What every route needs: the settings, the backend built from them, and who may change it."""
 
     settings: Settings
     backend: Backend
+    writers: tuple[TokenHash, ...] = ()  # none: the write API is off
 
 
 def service() -> Service:

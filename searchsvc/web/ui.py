@@ -6,16 +6,18 @@ used without JavaScript; the templates only lay out what `page_links` and the ba
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 
 from searchsvc.web.service import service
-from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchTimedOut
+from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchsvcError, SearchTimedOut
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
 from searchsvc.web.authors import author_profile
+from searchsvc.web.health import changed_at
 from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, load_params
 from searchsvc.core.model import SORTS, SearchRequest
 from searchsvc.web.year_histogram import year_histogram
@@ -31,6 +33,21 @@ FIND_AUTHOR = "find_author"  # the author facet's lookup box: part of the page's
 @blueprint.context_processor
 def _settings() -> dict[str, Any]:
     return {"settings": service().settings}
+
+
+def _published() -> dict[str, str] | None:
+    """The generation served and when its papers last changed, for the search page's footer (the
+    other pages leave it out: on OpenSearch it costs requests to the cluster); None if unknown."""
+    try:
+        status = service().backend.status()
+        changed = datetime.fromisoformat(changed_at(status)).astimezone(UTC)  # (naive: taken as local time)
+    except (SearchsvcError, KeyError, ValueError):
+        return None
+    return {
+        "generation": str(status["generation"]),
+        "changed_at": changed.isoformat(),
+        "changed": changed.strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 @blueprint.get("/")
@@ -66,6 +83,7 @@ def search() -> tuple[str, int]:
         found_authors=found_authors,
         sorts=SORT_LABELS,
         export_formats=[(name, chosen.label) for name, chosen in EXPORT_FORMATS.items()],
+        published=_published(),
     ), 200
 
 

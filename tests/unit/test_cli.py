@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -139,3 +140,19 @@ def test_operating_system_errors_are_one_clear_line(runner, tmp_path: Path) -> N
     result = invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(tmp_path / "a-file" / "index"))
     assert result.exit_code == 1
     assert result.stderr.startswith("error: [Errno 20] Not a directory:")
+
+
+def test_token_prints_a_new_token_once_and_the_line_holding_its_hash(runner) -> None:
+    made = invoke(runner, "token", "ci-bot")
+    assert made.exit_code == 0, made.output
+    token = made.stdout.strip()
+    assert len(token) >= 43 and "\n" not in token
+    line = made.stderr.strip().splitlines()[-1]
+    assert line == f"ci-bot:{hashlib.sha256(token.encode()).hexdigest()}"
+    assert token not in made.stderr
+    assert invoke(runner, "token", "ci-bot").stdout.strip() != token
+
+
+def test_token_refuses_a_name_that_could_not_be_read_back(runner) -> None:
+    refused = invoke(runner, "token", "ci bot")
+    assert refused.exit_code == 2 and "'ci bot' is not a token name" in refused.stderr and not refused.stdout

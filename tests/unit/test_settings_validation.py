@@ -139,3 +139,69 @@ def test_settings_never_prints_the_password() -> None:
 def test_a_refused_secret_is_not_echoed() -> None:
     message = refusal({"SEARCHSVC_OPENSEARCH_URL": "ftp://svc:url-secret@search-1"})
     assert "url-secret" not in message and "ftp://svc:***@search-1" in message
+
+
+# Write tokens: only hashes, checked line by line at start-up ---------------------------
+
+HASH = "a" * 64
+
+
+def tokens_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "write-tokens"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_tokens_file_is_read_with_comments_and_blank_lines(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, f"# writers\n\nci-bot:{HASH}   # the nightly import\nalice@example.org:{'b' * 64}\n")
+    settings = load_settings(environ={"SEARCHSVC_WRITE_TOKENS_FILE": str(path)})
+    assert [writer.name for writer in settings.write_tokens()] == ["ci-bot", "alice@example.org"]
+    assert settings.write_tokens()[0].digest == bytes.fromhex(HASH)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("ci-bot", "expected NAME:SHA256"),
+        (f"ci bot:{HASH}", "'ci bot' is not a token name"),
+        (f":{HASH}", "'' is not a token name"),
+        ("ci-bot:abc123", "the hash of 'ci-bot' is not 64 lowercase hex digits"),
+        (f"ci-bot:{HASH.upper()}", "the hash of 'ci-bot' is not 64 lowercase hex digits"),
+        (f"ci-bot:{HASH}:extra", "the hash of 'ci-bot' is not 64 lowercase hex digits"),
+    ],
+)
+def test_a_malformed_tokens_file_line_stops_the_start_naming_file_and_line(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    path = tokens_file(tmp_path, f"# writers\nfirst:{HASH}\n{line}\n")
+    message = refusal({"SEARCHSVC_WRITE_TOKENS_FILE": str(path)})
+    assert message.startswith(f"SEARCHSVC_WRITE_TOKENS_FILE={path}: {path}:3: {problem}"), message
+
+
+def test_a_tokens_file_that_is_missing_or_not_text_stops_the_start(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    assert "cannot be read" in refusal({"SEARCHSVC_WRITE_TOKENS_FILE": str(missing)})
+    binary = tmp_path / "binary"
+    binary.write_bytes(f"ok:{HASH}\n".encode() + b"\xff\xfe\n")
+    assert refusal({"SEARCHSVC_WRITE_TOKENS_FILE": str(binary)}).endswith(f"{binary}:2: not UTF-8 text")
+
+
+def test_write_token_hashes_are_checked_never_shown_and_names_are_unique(tmp_path: Path) -> None:
+    message = refusal({"SEARCHSVC_WRITE_TOKEN_HASHES": f"ok:{HASH},bad:{'c' * 63}"})
+    assert message.startswith("SEARCHSVC_WRITE_TOKEN_HASHES=(hidden): entry 2: the hash of 'bad'")
+    assert "c" * 63 not in message
+    path = tokens_file(tmp_path, f"ci-bot:{HASH}\n")
+    twice = refusal({"SEARCHSVC_WRITE_TOKENS_FILE": str(path), "SEARCHSVC_WRITE_TOKEN_HASHES": f"ci-bot:{'b' * 64}"})
+    assert "'ci-bot' is given twice" in twice
+    settings = load_settings(environ={"SEARCHSVC_WRITE_TOKEN_HASHES": f"one:{HASH}, two:{'b' * 64}"})
+    assert [writer.name for writer in settings.write_tokens()] == ["one", "two"]
+    result = CliRunner().invoke(main, ["settings"], env={"SEARCHSVC_WRITE_TOKEN_HASHES": f"one:{HASH}"})
+    assert result.exit_code == 0 and HASH not in result.output and "write_token_hashes = (set)" in result.output
+
+
+def test_gunicorn_stops_on_a_malformed_tokens_file(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, "ci-bot:not-a-hash\n")
+    result = gunicorn_refusing(SEARCHSVC_WRITE_TOKENS_FILE=str(path), PORT="0", HOST="127.0.0.1")
+    assert result.returncode == 2, result.stderr
+    assert f"{path}:1: the hash of 'ci-bot' is not 64 lowercase hex digits" in result.stderr
+    assert "Traceback" not in result.stderr and "Booting worker" not in result.stderr

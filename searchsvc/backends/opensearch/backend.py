@@ -352,7 +352,7 @@ class OpenSearchBackend:
         if own_vector is None or candidates is None:
             return [hit(doc, round(doc["_score"], 4)) for doc in docs[:limit]]
         rows = np.argsort(catalogue_ranks(docs))  # catalogue order: ties go as on Whoosh
-        nearest = related_order(candidates[rows], own_vector[0], limit, exclude=None)
+        nearest = related_order(candidates[rows], own_vector[0], limit)
         return [hit(docs[rows[row]], round(score, 4)) for row, score in nearest]
 
     # Parts of a search ----------------------------------------------------------

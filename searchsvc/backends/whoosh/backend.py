@@ -289,7 +289,7 @@ class WhooshBackend:
         deadline.check()
         vectors = gen.vectors.get() if self.settings.semantic_ranking else None
         if vectors is not None:
-            nearest = related_order(vectors, vectors[docnum], limit, exclude=docnum)
+            nearest = related_order(vectors, vectors[docnum], limit, exclude=[docnum, *gen.order.deleted])
         else:
             nearest = self._more_like_this(gen, docnum, key_terms, limit, deadline)
         words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
@@ -306,7 +306,8 @@ class WhooshBackend:
             ]
         )
         # One more than asked, then the paper itself dropped, under the deadline.
-        return [(d, s) for s, d in top_scored(gen.searcher, like, limit + 1, deadline) if d != docnum][:limit]
+        best = top_scored(gen.searcher, like, limit + 1, deadline, leave_out=set(gen.order.deleted))
+        return [(d, s) for s, d in best if d != docnum][:limit]
 
     def _deadline(self) -> Deadline:
         """The request's one deadline (core.deadline.request_budget), shared by every call it makes."""
@@ -330,10 +331,10 @@ class WhooshBackend:
             matched = gen.all_docs
         elif words_plan is not None:
             scored = word_scores.score(words_plan, gen.postings, gen.searcher, deadline.check)
-            matched = scored.matched
+            matched = scored.matched & gen.all_docs  # matchers see an update's deleted papers too
         else:
             docs, scores = all_scored(gen.searcher, compiled.scored, deadline)
-            matched = _mask(gen, docs)
+            matched = _mask(gen, docs) & gen.all_docs
             dense = np.zeros(len(matched), dtype=np.float64)
             dense[docs] = scores
             scored = word_scores.Scored(matched, dense, None)
@@ -438,7 +439,8 @@ def _mask(gen: OpenGeneration, docnums: Iterable[int] | np.ndarray) -> Mask:
 
 
 def _docnum(gen: OpenGeneration, paper_id: str) -> int:
-    docnum = gen.searcher.document_number(id=paper_id)
+    """The live document with this id (an update leaves the replaced one behind, deleted)."""
+    docnum = next((d for d in gen.searcher.document_numbers(id=paper_id) if gen.all_docs[d]), None)
     if docnum is None:
         raise PaperNotFound(f"no paper with id {paper_id!r}", {"id": paper_id})
     return docnum

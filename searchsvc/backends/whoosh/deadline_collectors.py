@@ -63,8 +63,11 @@ class _DeadlineCollector(collectors.WrappingCollector):
         return self.child.collect(sub_docnum)
 
 
-def top_scored(searcher: Searcher, scored: Query, limit: int, deadline: Deadline) -> list[tuple[float, int]]:
-    """The `limit` best (score, docnum) pairs, as `searcher.search(...).top_n`, within the deadline."""
-    collector = _DeadlineCollector(searcher.collector(limit=limit), deadline)
+def top_scored(
+    searcher: Searcher, scored: Query, limit: int, deadline: Deadline, leave_out: set[int] | None = None
+) -> list[tuple[float, int]]:
+    """The `limit` best (score, docnum) pairs, as `searcher.search(...).top_n`, within the deadline;
+    none of `leave_out` (an update's deleted documents)."""
+    collector = _DeadlineCollector(searcher.collector(limit=limit, mask=leave_out or None), deadline)
     searcher.search_with_collector(scored, collector)
     return collector.results().top_n

@@ -31,13 +31,17 @@ class DocOrder:
     by_newest: Ints  # live document numbers, newest first
     by_oldest: Ints  # live document numbers, oldest first
 
+    @property
+    def deleted(self) -> list[int]:
+        return np.flatnonzero(~self.live).tolist()
+
     @classmethod
     def of(cls, reader: IndexReader) -> DocOrder:
         count = reader.doc_count_all()
         live = np.ones(count, dtype=bool)
         for leaf, offset in _leaves(reader):
-            if leaf.has_deletions():
-                live[np.fromiter(leaf.deleted_docs_set, dtype=np.int64) + offset] = False
+            if leaf.has_deletions():  # from the segment: the searcher's readers hide them (live_statistics)
+                live[np.fromiter(leaf.segment().deleted_docs(), dtype=np.int64) + offset] = False
         ids = [value.decode("utf-8") if isinstance(value, bytes) else value for value in reader.column_reader("id")]
         years = [_year(raw) for raw in reader.column_reader(FACET_COLUMNS["year"])]
         docs = np.flatnonzero(live).tolist()

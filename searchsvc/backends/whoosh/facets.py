@@ -104,7 +104,7 @@ class FacetIndex:
         """Every value of facet `name` with its papers in the whole generation."""
         facet = self._facets[name]
         counted = self._counted(name, self.all_docs, {})
-        return [(str(value), int(count)) for value, count in zip(facet.values, counted.tolist(), strict=True)]
+        return [(str(value), count) for value, count in zip(facet.values, counted.tolist(), strict=True) if count]
 
     def _counted(self, name: str, matched: Mask, filters: Filters) -> npt.NDArray[np.int64]:
         """Papers per value of facet `name` among the matched ones, under every filter but its own."""
@@ -112,7 +112,8 @@ class FacetIndex:
         others = [f for other, f in filters.items() if other != name and f is not None]
         if matched is self.all_docs and not others:
             if facet.unfiltered is None:
-                facet.unfiltered = np.bincount(facet.entry_value, minlength=len(facet.values))
+                live = facet.entry_value[self.all_docs[facet.entry_doc]]  # not an update's deleted papers
+                facet.unfiltered = np.bincount(live, minlength=len(facet.values))
             return facet.unfiltered
         base = intersect(matched, others)
         return np.bincount(facet.entry_value[base[facet.entry_doc]], minlength=len(facet.values))

@@ -43,6 +43,7 @@ MANIFEST = "manifest.json"
 # What new_generation names look like; a pointer naming anything else (`../elsewhere`) is refused,
 # so no content of CURRENT can make a reader open a path outside generations/.
 _GENERATION_NAME = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
+_DIGESTS_KEPT = 4096  # files whose digests a process remembers (a generation has a few dozen)
 _POINTER_BYTES = 256  # a generation name is 30; more is not a pointer, and need not be read
 FILES = "files"  # the manifest's digest of each file, checked before a generation is opened
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -292,9 +293,25 @@ def file_digests(generation: Path, known: dict[str, str] | None = None) -> dict[
         if known and path.name in known:
             digests[path.name] = known[path.name]
         elif path.name not in (MANIFEST, READERS_LOCK) and not path.name.startswith("."):
-            with path.open("rb") as stream:
-                digests[path.name] = hashlib.file_digest(stream, "sha256").hexdigest()
+            digests[path.name] = _digest(path)
     return digests
+
+
+# (inode, size, mtime) → SHA-256 of the files this process has read: an update's generation
+# links most of the previous one's files, which a worker then need not read again.
+_DIGESTS: dict[tuple[int, int, int], str] = {}
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as stream:
+        st = os.fstat(stream.fileno())
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        found = _DIGESTS.get(key)
+        if found is None:
+            found = _DIGESTS[key] = hashlib.file_digest(stream, "sha256").hexdigest()
+            if len(_DIGESTS) > _DIGESTS_KEPT:
+                del _DIGESTS[next(iter(_DIGESTS))]
+        return found
 
 
 def _damaged(generation: Path, detail: str) -> IndexUnavailable:

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 from whoosh.codec.base import Segment
+from whoosh.fields import Schema
 from whoosh.reading import SegmentReader
+from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.generation_vectors import KEYS_FILE, text_of
@@ -78,22 +80,31 @@ def write_update(previous: Path, generation: Path, change: Change, memory_mb: in
     _write_sidecars(previous, generation, change.added, [p for p in removed if p is not None])
 
 
-def _stored_paper(searcher: object, paper_id: str) -> Paper | None:
-    docnum = searcher.document_number(id=paper_id)  # type: ignore[attr-defined]
-    return None if docnum is None else Paper.from_stored(searcher.stored_fields(docnum))  # type: ignore[attr-defined]
+def _stored_paper(searcher: Searcher, paper_id: str) -> Paper | None:
+    docnum = searcher.document_number(id=paper_id)
+    return None if docnum is None else Paper.from_stored(searcher.stored_fields(docnum))
 
 
 def _merge_small_segments(writer: SegmentWriter, segments: list[Segment]) -> list[Segment]:
-    """Whoosh merge policy: when more than MAX_SMALL_SEGMENTS small segments exist, merge them
-    all into the segment being written."""
+    """Whoosh merge policy: when more than MAX_SMALL_SEGMENTS small segments exist, write their
+    live papers again into the segment being written.
+
+    Again from their stored fields, not with Whoosh's `add_reader`: that sums the merged
+    documents' one-byte field lengths into the segment's total, so average lengths, and every
+    score, would drift from a rebuild's.
+    """
     largest = max((s.doc_count_all() for s in segments), default=0)
     small = [s for s in segments if s.doc_count_all() * 10 < largest]
     if len(small) <= MAX_SMALL_SEGMENTS:
         return segments
     for segment in small:
         reader = SegmentReader(writer.storage, writer.schema, segment)
-        writer.add_reader(reader)
-        reader.close()
+        try:
+            for docnum in range(segment.doc_count_all()):
+                if not segment.is_deleted(docnum):
+                    writer.add_document(**document(Paper.from_stored(reader.stored_fields(docnum))))
+        finally:
+            reader.close()
     return [s for s in segments if s not in small]
 
 
@@ -105,7 +116,8 @@ def _write_sidecars(previous: Path, generation: Path, added: list[Paper], remove
     try:
         with ix.searcher() as searcher:
             reader = searcher.reader()
-            save_deletions(generation / DELETED_FILE, segment_deletions(reader, load_deletions(previous / DELETED_FILE)))
+            deletions = segment_deletions(reader, load_deletions(previous / DELETED_FILE))
+            save_deletions(generation / DELETED_FILE, deletions)
             keys = np.zeros(reader.doc_count_all(), dtype=f"S{KEY_BYTES}")
             for leaf, offset in searcher.leaf_searchers():
                 segment = leaf.reader().segment()
@@ -135,12 +147,12 @@ def _segment_offsets(generation: Path) -> dict[str, int]:
         ix.close()
 
 
-def _vocabulary_changed(vocabulary: Vocabulary, schema: object, added: list[Paper], removed: list[Paper]) -> Vocabulary:
+def _vocabulary_changed(vocabulary: Vocabulary, schema: Schema, added: list[Paper], removed: list[Paper]) -> Vocabulary:
     """The spelling vocabulary (papers per exact word and field, summed) after the change."""
     papers: Counter[str] = Counter(dict(vocabulary.items()))
     for sign, changed in ((1, added), (-1, removed)):
         for paper in changed:
             for source, exact in EXACT_FIELDS.items():
-                for term, _frequency in terms(schema, exact, getattr(paper, source)):  # type: ignore[arg-type]
+                for term, _frequency in terms(schema, exact, getattr(paper, source)):
                     papers[term.decode("utf-8")] += sign
     return Vocabulary.of((word, count) for word, count in papers.items() if count > 0)

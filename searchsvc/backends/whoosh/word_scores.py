@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 from whoosh import query
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
-from whoosh.matching.wrappers import FilterMatcher
 from whoosh.query import Query
 from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
@@ -135,11 +134,7 @@ class Postings:
         for reader, offset in self._leaves:
             if (field, text) not in reader:
                 continue
-            m = reader.postings(field, text)
-            deleted = None
-            if isinstance(m, FilterMatcher):  # the segment has deletions: read whole blocks, drop those after
-                m, deleted = m.child, np.fromiter(reader.deleted_docs_set, dtype=np.int64) + offset
-            first = len(ids)
+            m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
             while m.is_active():
                 if hasattr(m, "_read_ids"):  # whoosh3 posting blocks: a block at a time
                     m._read_ids()
@@ -151,10 +146,6 @@ class Postings:
                     ids.append(np.array([m.id() + offset], dtype=np.int64))
                     weights.append(np.array([m.weight()], dtype=np.float64))
                     m.next()
-            if deleted is not None and len(ids) > first:
-                kept = ~np.isin(np.concatenate(ids[first:]), deleted)
-                ids[first:] = [np.concatenate(ids[first:])[kept]]
-                weights[first:] = [np.concatenate(weights[first:])[kept]]
         if not ids:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         return np.concatenate(ids), np.concatenate(weights)

@@ -92,9 +92,9 @@ def test_ranking_stops_at_the_deadline() -> None:
 
 def test_related_by_meaning_is_nearest_first_without_the_paper_itself() -> None:
     vectors = np.array([[1, 0], [0.6, 0.8], [0.8, 0.6], [0, 1], [0.8, 0.6]], dtype=np.float16)
-    assert [i for i, _ in related_order(vectors, vectors[0], 3, exclude=0)] == [2, 4, 1]
-    assert [i for i, _ in related_order(vectors, vectors[0], 10, exclude=0)] == [2, 4, 1, 3]
-    assert related_order(vectors[:1], vectors[0], 5, exclude=0) == []
+    assert [i for i, _ in related_order(vectors, vectors[0], 3, exclude=[0])] == [2, 4, 1]
+    assert [i for i, _ in related_order(vectors, vectors[0], 10, exclude=[0])] == [2, 4, 1, 3]
+    assert related_order(vectors[:1], vectors[0], 5, exclude=[0]) == []
 
 
 def test_a_respelling_is_the_nearest_then_the_commonest_word_with_the_same_first_letter() -> None:

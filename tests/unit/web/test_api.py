@@ -87,6 +87,7 @@ def test_health_readiness_and_security_headers(client: FlaskClient, seed_backend
         "semantic_ranking": "on",
         "encoder": "onnx",
         "built_at": seed_backend.status()["built_at"],
+        "changed_at": seed_backend.status()["built_at"],  # never changed through the write API
         "engine": "whoosh",
     }
     for response in (ready, client.get("/api/search"), client.get("/api/missing")):

@@ -127,3 +127,31 @@ def test_export_downloads_have_a_declared_media_type(
 ) -> None:
     declared = spec["paths"]["/api/export"]["get"]["responses"]["200"]["content"]
     assert client.get(f"/api/export?format={export_format}").headers["Content-Type"] in declared
+
+
+def test_the_write_operations_need_a_bearer_token_and_declare_their_bodies_and_refusals(
+    seed_app: Flask, spec: dict[str, Any]
+) -> None:
+    from searchsvc.web.write_body import MEDIA_TYPES
+
+    assert spec["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": spec["components"]["securitySchemes"]["bearerAuth"]["description"],
+    }
+    writes = {(path, method) for path, methods in spec["paths"].items() for method in methods if method != "get"}
+    assert writes == {("/api/papers", "post"), ("/api/papers/{paper_id}", "delete")}
+    for path, method in writes:
+        operation = spec["paths"][path][method]
+        assert operation["security"] == [{"bearerAuth": []}]
+        assert {"401", "403", "409"} <= set(operation["responses"])
+        assert operation["responses"]["401"]["headers"]["WWW-Authenticate"]["required"] is True
+        assert operation["responses"]["409"]["headers"]["Retry-After"]["required"] is True
+    add = spec["paths"]["/api/papers"]["post"]
+    assert list(add["requestBody"]["content"]) == list(MEDIA_TYPES)
+    assert {"400", "413", "415"} <= set(add["responses"])
+    assert "404" in spec["paths"]["/api/papers/{paper_id}"]["delete"]["responses"]
+    reads = [
+        operation for methods in spec["paths"].values() for method, operation in methods.items() if method == "get"
+    ]
+    assert not any("security" in operation for operation in reads)  # reads stay open

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from searchsvc.web.access_log import escape_for_log
+from searchsvc.web.access_log import EscapedAtoms, escape_for_log
 from tests.helpers.apps import app_for
 from tests.helpers.paths import REPO
 
@@ -75,3 +75,24 @@ def test_paper_ids_are_ids_never_paths(client: FlaskClient, path: str) -> None:
 )
 def test_log_escaping(value: str, logged: str) -> None:
     assert escape_for_log(value) == logged
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "logged"),
+    [
+        ("r", "POST /api/papers?token=s3cret HTTP/1.1", "POST /api/papers?token=(hidden) HTTP/1.1"),
+        (
+            "r",
+            "GET /api/search?q=x&access_token=s3cret&page=2 HTTP/1.1",
+            "GET /api/search?q=x&access_token=(hidden)&page=2 HTTP/1.1",
+        ),
+        ("q", "TOKEN=s3cret;q=x", "TOKEN=(hidden);q=x"),
+        ("r", "POST /api/papers?%74oken=s3cret HTTP/1.1", "POST /api/papers?%74oken=(hidden) HTTP/1.1"),
+        ("r", "GET /api/search?q=mytoken=abc HTTP/1.1", "GET /api/search?q=mytoken=abc HTTP/1.1"),
+        ("{authorization}i", "Bearer s3cret", "(hidden)"),
+        ("{http_authorization}e", "Bearer s3cret", "(hidden)"),
+    ],
+)
+def test_the_access_log_holds_no_token(key: str, value: str, logged: str) -> None:
+    atoms = EscapedAtoms({key: value, "a": "agent"})
+    assert atoms[key] == logged and atoms["a"] == "agent"

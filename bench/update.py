@@ -1,0 +1,131 @@
+"""Updates against a full rebuild, side by side in one run: `searchsvc add` of 100 new papers and
+`remove` of 100 ids on an index of N records, then a rebuild of the same final sources, whose
+search results must be identical to the updated index's (ids, scores, totals, facets).
+
+    python -m bench update [--records 300000] [--changed 100] [--successive 10] [--semantic] [--out FILE]
+
+Then `--successive` more adds of `--changed` papers each, timed one by one: one update segment
+each, until more than MAX_SMALL_SEGMENTS of them are merged (backends/whoosh/incremental.py).
+
+The corpus is bench/corpus.py's (the ACL records, then labelled synthetic ones), as for `bench scale`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import corpus, mix
+from bench.measure import machine
+from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.core.model import SearchRequest
+from searchsvc.ingest import updating
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.settings import load_settings
+
+
+def run(records: int, changed: int, successive: int, semantic: bool) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-update-") as scratch:
+        work = Path(scratch)
+        source = work / "corpus.jsonl"
+        described = corpus.prepare(source, records + changed * (1 + successive))
+        lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+        base, added = work / "base.jsonl", work / "added.jsonl"
+        base.write_text("".join(lines[:records]), encoding="utf-8")
+        added.write_text("".join(lines[records : records + changed]), encoding="utf-8")
+        later = []
+        for number in range(successive):
+            start = records + changed * (1 + number)
+            later.append(work / f"later-{number:02d}.jsonl")
+            later[-1].write_text("".join(lines[start : start + changed]), encoding="utf-8")
+        removed_ids = [json.loads(line)["id"] for line in lines[: records : max(1, records // changed)]][:changed]
+        del lines
+
+        updated = _backend(work / "updated", semantic, work / "vectors")
+        timings: dict[str, Any] = {"load_before": os.getloadavg()}
+        timings["first_rebuild_s"] = _timed(lambda: rebuild(updated, [base]))
+        add_report = _timed_report(lambda: updating.add(updated, [added]))
+        timings["add"] = add_report
+        rebuilt = _backend(work / "rebuilt", semantic, work / "vectors")  # its papers' vectors are stored already
+        timings["full_rebuild_s"] = _timed(lambda: rebuild(rebuilt, [base, added]))
+        queries = mix.generate(corpus.load(source), 60)
+        identical, compared = _same_results(updated, rebuilt, queries)
+        timings["remove"] = _timed_report(lambda: updating.remove(updated, removed_ids))
+        timings["successive_adds"] = [
+            {**_timed_report(lambda path=path: updating.add(updated, [path])), "segments": _segments(updated)}
+            for path in later
+        ]
+        timings["load_after"] = os.getloadavg()
+    return {
+        "machine": machine(),
+        "corpus": described,
+        "records": records,
+        "changed": changed,
+        "semantic_ranking": semantic,
+        **timings,
+        "add_vs_rebuild": round(timings["full_rebuild_s"] / timings["add"]["seconds"], 1),
+        "identical_to_rebuild": identical,
+        "queries_compared": compared,
+    }
+
+
+def _segments(backend: WhooshBackend) -> int:
+    """Segments of the published generation (an update adds one; merging small ones folds them)."""
+    generation = backend.store.generations / backend.store.published_name()
+    return len(list(generation.glob("*.seg")))
+
+
+def _backend(index_dir: Path, semantic: bool, vectors: Path) -> WhooshBackend:
+    settings = {"index_dir": index_dir, "semantic_ranking": semantic, "vector_store": str(vectors)}
+    return WhooshBackend(load_settings(settings, environ={}))
+
+
+def _timed(work: Any) -> float:
+    started = time.perf_counter()
+    work()
+    return round(time.perf_counter() - started, 2)
+
+
+def _timed_report(work: Any) -> dict[str, Any]:
+    started = time.perf_counter()
+    report = work()
+    return {
+        "seconds": round(time.perf_counter() - started, 2),
+        "embedding_seconds": round(report.embedding_seconds, 2),
+        **{name: len(getattr(report, name)) for name in ("added", "replaced", "removed", "unchanged", "missing")},
+    }
+
+
+def _same_results(first: WhooshBackend, second: WhooshBackend, queries: list[mix.MixQuery]) -> tuple[bool, int]:
+    """Whether every query (with its filters) gives the same ids, scores, total and facets on both."""
+    compared = 0
+    for query in queries:
+        request = SearchRequest(
+            q=query.q, year_from=query.year_from, year_to=query.year_to, subject=query.subject,
+            author=query.author, per_page=20,
+        )
+        a, b = first.search(request), second.search(request)
+        seen = [(found.total, [(h.id, h.score) for h in found.hits], found.facets) for found in (a, b)]
+        if seen[0] != seen[1]:
+            return False, compared + 1
+        compared += 1
+    return True, compared
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench update", description=__doc__)
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--changed", type=int, default=100)
+    parser.add_argument("--successive", type=int, default=10, help="more adds after the first, timed one by one")
+    parser.add_argument("--semantic", action="store_true", help="rank by meaning too (embeds the whole corpus first)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    result = run(args.records, args.changed, args.successive, args.semantic)
+    out = args.out or Path(f"bench/results/update-{args.records}{'-semantic' if args.semantic else ''}.json")
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))

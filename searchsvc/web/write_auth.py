@@ -1,0 +1,45 @@
+"""Who may change the index: a bearer token whose SHA-256 is one of the configured writers'.
+
+Refusals, in this order: the write API is off (403: no token could help), a token in the URL
+(400: it is never read, so a leaked URL never works), no `Authorization: Bearer` header (401),
+a token that is no writer's (403). Read routes never come here: they stay open.
+"""
+
+from __future__ import annotations
+
+from flask import current_app, request
+
+from searchsvc.core.errors import MissingToken, TokenInQuery, WriteApiOff, WrongToken
+from searchsvc.web.service import service
+from searchsvc.write_tokens import QUERY_TOKEN_PARAMETERS, writer_named_by
+
+
+def writer() -> str:
+    """The name of the writer this request is from; raises the refusal when it is from none."""
+    writers = service().writers
+    if not writers:
+        raise WriteApiOff(
+            "the write API is off: set write_tokens_file (or write_token_hashes) to NAME:SHA256 entries made with "
+            "`searchsvc token NAME`, then restart the service"
+        )
+    if QUERY_TOKEN_PARAMETERS & {name.lower() for name in request.args}:
+        _log_refusal("token in the URL")
+        raise TokenInQuery(
+            "a token in the URL is refused, and was not checked: send it as the header 'Authorization: Bearer "
+            "<token>'; make a new token too, since URLs are kept in logs and histories"
+        )
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise MissingToken("changing the index needs a write token: send the header 'Authorization: Bearer <token>'")
+    name = writer_named_by(token.strip(), writers)
+    if name is None:
+        _log_refusal("a token that is no writer's")
+        raise WrongToken("this token may not change the index")
+    return name
+
+
+def _log_refusal(why: str) -> None:
+    """Refused attempts, for the operator: where from, never what was presented."""
+    current_app.logger.warning(
+        "write refused: %s (%s %s from %s)", why, request.method, request.path, request.remote_addr
+    )

@@ -1,0 +1,142 @@
+"""Updates (`searchsvc add` / `remove`) give the same search results as a rebuild of the same
+final sources: ids, scores, totals and facet counts, on each engine."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from searchsvc import create_app
+from searchsvc.backends import open_backend
+from searchsvc.ingest import updating
+from searchsvc.ingest.rebuild import rebuild
+from searchsvc.settings import load_settings
+from tests.helpers.backends import BackendFactory
+from tests.helpers.records import write_jsonl
+
+_WORDS = (
+    "sparse dense embedding table graph neural network attention transformer memory compression "
+    "hashing retrieval ranking query index segment learning model training inference latency "
+    "quantization pruning distillation recommendation vision language speech protein molecule"
+).split()
+_SUBJECTS = ["cs.LG", "cs.IR", "cs.CL", "cs.CV", "q-bio.BM"]
+_AUTHORS = [f"Author {letter}" for letter in "ABCDEFGHIJKL"]
+ADDS, PER_ADD, BASE = 50, 10, 300
+QUERIES: list[dict[str, Any]] = [
+    {"q": "embedding table"},
+    {"q": "sparse neural retrieval with learned hashing for recommendation under memory limits"},
+    {"q": "graph", "page": "2"},
+    {"q": "attention", "page": "3"},
+    {"q": '"neural network"'},
+    {"q": "quant*"},
+    {"q": "graph OR protein OR speech"},
+    {"q": "model -vision"},
+    {"q": "learning", "subject": "cs.LG"},
+    {"q": "index", "year_from": "2010", "year_to": "2012"},
+    {"q": "memory", "author": "Author C"},
+    {"q": "", "sort": "newest", "page": "2"},
+    {"q": "", "sort": "oldest"},
+    {"q": "training", "sort": "newest"},
+]
+
+
+def _record(rng: random.Random, number: int) -> dict[str, Any]:
+    words = rng.choices(_WORDS, k=rng.randint(3, 7))
+    return {
+        "id": f"p{number:04d}",
+        "title": " ".join(words).capitalize(),
+        "abstract": " ".join(rng.choices(_WORDS, k=rng.randint(0, 30))),
+        "year": rng.choice([None, *range(2008, 2016)]),
+        "categories": rng.sample(_SUBJECTS, rng.randint(1, 2)),
+        "authors": rng.sample(_AUTHORS, rng.randint(1, 3)),
+        "doi": f"10.1000/x{number}" if number % 3 == 0 else None,
+    }
+
+
+def _batches(folder: Path) -> tuple[Path, list[Path]]:
+    """A base file and ADDS files of PER_ADD records; some add records list a paper already read
+    (by id, or by DOI under another id) with more authors or another year, so it is replaced."""
+    rng = random.Random(18)
+    base = write_jsonl(folder / "000-base.jsonl", [_record(rng, n) for n in range(BASE)])
+    adds = []
+    for batch in range(ADDS):
+        records = [_record(rng, BASE + batch * PER_ADD + n) for n in range(PER_ADD)]
+        known = rng.randrange(BASE)
+        records[0] = {**_record(rng, known), "authors": [_AUTHORS[batch % 12]]}  # same id: merged
+        if batch % 5 == 0:  # another paper's title and DOI, under a new id: merged by DOI
+            other = _record(random.Random(18), 0)
+            records[1] = {**records[1], "title": other["title"], "doi": other["doi"], "year": 2016}
+        adds.append(write_jsonl(folder / f"add-{batch:03d}.jsonl", records))
+    return base, adds
+
+
+def _results(app: Flask) -> list[dict[str, Any]]:
+    client = app.test_client()
+    found = []
+    for params in QUERIES:
+        response = client.get("/api/search", query_string={**params, "per_page": "20"})
+        assert response.status_code == 200, (params, response.get_data(as_text=True))
+        body = response.get_json()
+        found.append(
+            {
+                "query": params,
+                "total": body["total"],
+                "hits": [(hit["id"], hit["score"]) for hit in body["results"]],
+                "facets": body["facets"],
+            }
+        )
+    return found
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    return _batches(tmp_path_factory.mktemp("update-sources"))
+
+
+def test_fifty_adds_search_like_a_rebuild_of_the_same_sources(
+    factory: BackendFactory, sources: tuple[Path, list[Path]]
+) -> None:
+    base, adds = sources
+    updated = factory.overrides(semantic_ranking=False)
+    backend = open_backend(load_settings(updated, environ={}))
+    rebuild(backend, [base])
+    replaced = 0
+    for path in adds:
+        report = updating.add(backend, [path])
+        assert report.records == PER_ADD and report.changed_at is not None
+        replaced += len(report.replaced)
+    assert replaced >= ADDS  # every batch relists a paper
+
+    rebuilt = factory.overrides(semantic_ranking=False)
+    rebuild(open_backend(load_settings(rebuilt, environ={})), [base, *adds])
+
+    expected = _results(create_app(rebuilt))
+    assert _results(create_app(updated)) == expected
+    assert any(result["total"] > 20 for result in expected)  # the queries reach past one page
+
+
+def test_removals_search_like_a_rebuild_without_those_papers(
+    factory: BackendFactory, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    rng = random.Random(7)
+    records = [_record(rng, n) for n in range(BASE)]
+    folder = tmp_path_factory.mktemp("removal-sources")
+    updated = factory.overrides(semantic_ranking=False)
+    backend = open_backend(load_settings(updated, environ={}))
+    rebuild(backend, [write_jsonl(folder / "all.jsonl", records)])
+    gone = {f"p{n:04d}" for n in range(0, BASE, 7)}
+    for chunk in (sorted(gone)[:10], sorted(gone)[10:]):
+        report = updating.remove(backend, [*chunk, "no-such-paper"])
+        assert sorted(report.removed) == chunk
+        assert report.missing == ["no-such-paper"]
+
+    rebuilt = factory.overrides(semantic_ranking=False)
+    kept = write_jsonl(folder / "kept.jsonl", [r for r in records if r["id"] not in gone])
+    rebuild(open_backend(load_settings(rebuilt, environ={})), [kept])
+
+    assert _results(create_app(updated)) == _results(create_app(rebuilt))
+    assert open_backend(load_settings(updated, environ={})).status()["doc_count"] == BASE - len(gone)

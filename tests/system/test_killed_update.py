@@ -1,0 +1,69 @@
+"""A real `searchsvc add` SIGKILLed while it merges or writes its generation: the previous
+generation keeps serving, and the next add runs at once and publishes the whole change."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.backends.whoosh.generations import GenerationStore
+from searchsvc.core.model import SearchRequest
+from searchsvc.ingest import updating
+from searchsvc.ingest.rebuild import rebuild
+from tests.helpers.apps import settings_for
+from tests.helpers.paths import SHARED_ACL
+from tests.helpers.servers import SEARCHSVC, environment
+from tests.system.test_killed_rebuild import lock_is_free, slice_of_acl, wait_for
+
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records"),
+]
+BASE, ADDED = 3000, 3000
+
+
+def merging(index_dir: Path) -> bool:
+    """The add holds a scratch copy of the collection and has no generation of its own yet."""
+    return any(index_dir.glob(".rebuild-papers-*")) and len(list((index_dir / "generations").iterdir())) == 1
+
+
+def writing(index_dir: Path) -> bool:
+    """The add's new generation folder exists, unfinished."""
+    return len(list((index_dir / "generations").iterdir())) == 2
+
+
+@pytest.mark.parametrize("phase", [merging, writing], ids=["merging", "writing"])
+def test_a_killed_add_leaves_the_previous_generation_serving_and_the_next_add_succeeds(
+    phase, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    records = slice_of_acl(tmp_path / "acl.jsonl", BASE + ADDED).read_text(encoding="utf-8").splitlines(keepends=True)
+    base, added = tmp_path / "base.jsonl", tmp_path / "added.jsonl"
+    base.write_text("".join(records[:BASE]), encoding="utf-8")
+    added.write_text("".join(records[BASE:]), encoding="utf-8")
+    index_dir = tmp_path / "index"
+    backend = WhooshBackend(settings_for(index_dir, semantic_ranking=False))
+    rebuild(backend, [base])
+    store = GenerationStore(index_dir)
+    published = store.published_name()
+    serving = backend.search(SearchRequest(q="translation")).total
+
+    env = environment(SEARCHSVC_INDEX_DIR=str(index_dir), SEARCHSVC_SEMANTIC_RANKING="false")
+    with subprocess.Popen([str(SEARCHSVC), "add", str(added)], env=env, stdout=subprocess.DEVNULL) as victim:
+        try:
+            wait_for(lambda: phase(index_dir), victim, phase.__name__)
+        finally:
+            victim.kill()
+            victim.wait()
+
+    assert store.published_name() == published
+    assert WhooshBackend(backend.settings).search(SearchRequest(q="translation")).total == serving
+    assert lock_is_free(index_dir)
+    report = updating.add(backend, [added])
+    assert report.changed_at is not None and len(report.added) + len(report.replaced) > 0
+    assert backend.status()["doc_count"] == WhooshBackend(backend.settings).status()["doc_count"]
+    assert not any(index_dir.glob(".rebuild-papers-*"))  # the killed add's scratch copy is gone too
+    assert store.published_name() == report.generation != published
+    assert sorted(p.stem for p in (index_dir / "collections").iterdir()) == [report.generation]

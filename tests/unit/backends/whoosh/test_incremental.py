@@ -1,0 +1,55 @@
+"""Updates on Whoosh: a new generation that links the previous one's files and leaves them as they were."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from searchsvc.backends.whoosh.generations import GenerationStore
+from searchsvc.core.model import SearchRequest
+from searchsvc.ingest import updating
+from tests.helpers.indexes import MakeIndex
+from tests.helpers.records import made_up_papers, write_jsonl
+
+
+def _checksums(generation: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(generation.iterdir())}
+
+
+def _ids(backend, q: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [hit.id for hit in backend.search(SearchRequest(q=q, per_page=100)).hits]
+
+
+def test_an_update_leaves_the_served_generation_byte_identical_and_shares_its_segments(
+    make_index: MakeIndex, index_dir: Path, tmp_path: Path
+) -> None:
+    backend = make_index(made_up_papers("wombat", 30), semantic_ranking=False)
+    store = GenerationStore(index_dir)
+    previous = store.generations / store.published_name()
+    before = _checksums(previous)
+    found_before = _ids(backend, "wombat")
+
+    report = updating.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 5))])
+    updating.remove(backend, ["wombat-03"])
+
+    assert report.added == [f"numbat-{n:02d}" for n in range(5)]
+    assert _checksums(previous) == before  # still there: this test's backend holds it open
+    current = store.generations / store.published_name()
+    shared = [name for name in before if name.endswith(".seg") and (current / name).exists()]
+    assert shared and all((current / name).stat().st_ino == (previous / name).stat().st_ino for name in shared)
+    assert "wombat-03" not in _ids(backend, "wombat") and len(_ids(backend, "wombat")) == len(found_before) - 1
+    assert len(_ids(backend, "numbat")) == 5
+
+
+def test_an_excluded_word_excludes_a_segments_first_match(make_index: MakeIndex) -> None:
+    """Whoosh's AndNotMatcher let a segment's first match through when the excluded word's
+    postings began earlier (querying._AndNotMatcher); documents are numbered newest first."""
+    backend = make_index(
+        [
+            {"id": "a", "title": "Vision only", "abstract": "", "year": 2020},
+            {"id": "b", "title": "Model and vision", "abstract": "", "year": 2019},
+            {"id": "c", "title": "Model alone", "abstract": "", "year": 2018},
+        ],
+        semantic_ranking=False,
+    )
+    assert _ids(backend, "model -vision") == ["c"]
