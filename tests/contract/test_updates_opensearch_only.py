@@ -140,9 +140,12 @@ def meta(cluster: OpenSearch, backend: OpenSearchBackend) -> dict[str, Any]:
     return cluster.indices.get_mapping(index=index)[index]["mappings"]["_meta"]
 
 
-def test_updates_give_what_a_rebuild_gives_and_say_so_in_meta(
+def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta(
     factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
 ) -> None:
+    """test_updates.py's check with what only OpenSearch does: `embed` rewrites each update's new
+    papers with their vectors, leaving deleted copies that the last update's merge must drop;
+    each update is published as `<index>.<n>` in `_meta`."""
     records = Records(seed=18)
     base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(300)])
     vectors = str(tmp_path / "vectors")
