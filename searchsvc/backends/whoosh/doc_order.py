@@ -10,7 +10,6 @@ exactly as a rebuild of the same papers.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +17,6 @@ import numpy.typing as npt
 from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
-from searchsvc.core.paper import catalogue_key
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -42,11 +40,14 @@ class DocOrder:
         for leaf, offset in _leaves(reader):
             if leaf.has_deletions():  # from the segment: the searcher's readers hide them (live_statistics)
                 live[np.fromiter(leaf.segment().deleted_docs(), dtype=np.int64) + offset] = False
-        ids = [value.decode("utf-8") if isinstance(value, bytes) else value for value in reader.column_reader("id")]
-        years = [_year(raw) for raw in reader.column_reader(FACET_COLUMNS["year"])]
-        docs = np.flatnonzero(live).tolist()
-        by_newest = np.array(sorted(docs, key=lambda d: catalogue_key(years[d], ids[d])), dtype=np.int64)
-        by_oldest = np.array(sorted(docs, key=lambda d: catalogue_key(years[d], ids[d], newest=False)), dtype=np.int64)
+        # Ids are ASCII (core.paper.id_problem), so their bytes sort as the strings do.
+        ids = np.array([_bytes(value) for value in reader.column_reader("id")], dtype=bytes)
+        years = np.fromiter((_year(raw) for raw in reader.column_reader(FACET_COLUMNS["year"])), np.int64, count)
+        undated = years == 0
+        docs = np.flatnonzero(live)
+        # core.paper.catalogue_key in numpy (lexsort's last key sorts first): undated last, then by year, then id.
+        by_newest = docs[np.lexsort((ids[docs], -years[docs], undated[docs]))]
+        by_oldest = docs[np.lexsort((ids[docs], years[docs], undated[docs]))]
         rank = np.full(count, count, dtype=np.int64)
         rank[by_newest] = np.arange(len(by_newest))
         for array in (live, rank, by_newest, by_oldest):
@@ -58,6 +59,10 @@ def _leaves(reader: IndexReader) -> list[tuple[IndexReader, int]]:
     return [(reader, 0)] if reader.is_atomic() else list(reader.leaf_readers())
 
 
-def _year(raw: bytes) -> int | None:
-    years = json.loads(raw) if raw else []
-    return years[0] if years else None
+def _bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode("utf-8")
+
+
+def _year(raw: bytes) -> int:
+    """The year of a facet_year column value (`[2014]`, or `[]`: 0 for undated)."""
+    return int(raw[1:-1]) if len(raw) > 2 else 0

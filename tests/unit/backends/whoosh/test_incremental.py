@@ -7,6 +7,7 @@ from pathlib import Path
 
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.core.model import SearchRequest
+from searchsvc.core.paper import catalogue_key
 from searchsvc.ingest import updating
 from tests.helpers.indexes import MakeIndex
 from tests.helpers.records import made_up_papers, write_jsonl
@@ -53,3 +54,20 @@ def test_an_excluded_word_excludes_a_segments_first_match(make_index: MakeIndex)
         semantic_ranking=False,
     )
     assert _ids(backend, "model -vision") == ["c"]
+
+
+def test_doc_order_is_the_catalogue_order_of_the_live_papers(make_index: MakeIndex, tmp_path: Path) -> None:
+    records = [
+        {"id": f"x{n % 7}-{n}", "title": f"Paper {n}", "abstract": "", "year": None if n % 5 == 0 else 2000 + n % 4}
+        for n in range(40)
+    ]
+    backend = make_index(records, semantic_ranking=False)
+    updating.add(backend, [write_jsonl(tmp_path / "more.jsonl", [{**records[3], "year": 1999}])])
+    updating.remove(backend, ["x1-1"])
+    gen = backend._generations.get()
+    stored = {d: gen.searcher.stored_fields(d) for d in range(gen.searcher.doc_count_all()) if gen.order.live[d]}
+    newest = sorted(stored, key=lambda d: catalogue_key(stored[d].get("year"), stored[d]["id"]))
+    oldest = sorted(stored, key=lambda d: catalogue_key(stored[d].get("year"), stored[d]["id"], newest=False))
+    assert gen.order.by_newest.tolist() == newest and gen.order.by_oldest.tolist() == oldest
+    assert gen.order.rank[newest].tolist() == list(range(len(newest)))
+    assert len(stored) == 39 and not gen.order.live.all()  # the replaced and the removed paper are deleted
