@@ -105,6 +105,7 @@ class MergeStore:
         # group → its (id, stored fields) before this merge touched it (None: new); only for updates
         self.changes: dict[int, tuple[str, dict[str, Any]] | None] | None = None if published is None else {}
         self.records_before: int = self.db.execute("SELECT records FROM meta").fetchone()[0]
+        self.records_removed = 0  # records of the papers `remove` took out
         self.db.execute("BEGIN")  # one transaction for the whole merge: a commit per record is slow
 
     def groups_of(self, keys: list[str]) -> list[tuple[str, Group]]:
@@ -139,12 +140,14 @@ class MergeStore:
 
     def remove(self, paper_id: str) -> bool:
         """Forget the paper with this id and the keys it answers to; False if there is none."""
-        row = self.db.execute("SELECT grp FROM paper WHERE min_id = ?", (paper_id,)).fetchone()
+        row = self.db.execute("SELECT grp, doc FROM paper WHERE min_id = ?", (paper_id,)).fetchone()
         if row is None:
             return False
-        self._note(row[0])
-        self.db.execute("DELETE FROM merge_key WHERE grp = ?", row)
-        self.db.execute("DELETE FROM paper WHERE grp = ?", row)
+        number, doc = row
+        self._note(number)
+        self.records_removed += len(_decode(doc).sources)  # a source location per record merged into it
+        self.db.execute("DELETE FROM merge_key WHERE grp = ?", (number,))
+        self.db.execute("DELETE FROM paper WHERE grp = ?", (number,))
         return True
 
     def current(self, number: int) -> tuple[Paper, str] | None:
@@ -175,18 +178,21 @@ class MergeStore:
             ) from exc
 
     def finish(self, records: int) -> Collection:
-        """The merged papers, `records` merged in all; a rebuild's in catalogue order too."""
+        """The merged papers, `records` merged in all (less those of removed papers); a rebuild's
+        in catalogue order too."""
+        records -= self.records_removed
         self.db.execute("UPDATE meta SET records = ?", (records,))
         self.db.execute("COMMIT")
         if self.changes is None:
             self.db.executescript(_CATALOGUE)
         self.db.close()
         self._cleanup.detach()  # the collection owns the file now
-        return Collection(self.directory, records - self.records_before)
+        return Collection(self.directory, records)
 
 
 class Collection:
-    """The distinct papers of a rebuild or update, and how many records this one read.
+    """The distinct papers of a rebuild or update, and how many records they were merged from
+    (an update's included every record read since the rebuild).
 
     Close it (or use it as a context manager) to delete its folder, unless `keep` moved the
     file out first to become the published collection; it is deleted at garbage collection
