@@ -140,6 +140,9 @@ def meta(cluster: OpenSearch, backend: OpenSearchBackend) -> dict[str, Any]:
     return cluster.indices.get_mapping(index=index)[index]["mappings"]["_meta"]
 
 
+UPDATES = 8  # adds of ten records (4 new papers, 6 joining earlier ones); the 4th is followed by a removal
+
+
 def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta(
     factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
 ) -> None:
@@ -154,9 +157,9 @@ def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta
     rebuild(backend, [base])
     removed: set[str] = set()
     files, replaced = [], []
-    for number in range(20):
+    for number in range(UPDATES):
         files.append(write_jsonl(tmp_path / f"update-{number:02d}.jsonl", records.batch(removed)))
-        if number == 19:  # the last update waits for the merge that makes scores a rebuild's
+        if number == UPDATES - 1:  # the last update waits for the merge that makes scores a rebuild's
             backend = OpenSearchBackend(load_settings({**settings, "opensearch_merge_wait_s": 60}, environ={}))
         report = updating.add(backend, [files[-1]])
         assert len(report.added) >= 4
@@ -173,10 +176,10 @@ def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta
     assert_same_answers(backend, fresh)
     written = meta(cluster, backend)
     assert written["mapping_version"] == MAPPING_VERSION
-    assert written[CHANGES] == 23 and PENDING not in written
+    assert written[CHANGES] == UPDATES + 1 and PENDING not in written  # and one removal, after the 4th
     assert written["doc_count"] == backend.status()["doc_count"] == fresh.status()["doc_count"]
     label = backend.published()
-    assert label == f"{backend.generations.aliased()[0]}.23" == backend.status()["generation"]
+    assert label == f"{backend.generations.aliased()[0]}.{UPDATES + 1}" == backend.status()["generation"]
     assert [p.name for p in (backend.settings.index_dir / COLLECTIONS).iterdir()] == [f"{label}.sqlite"]
     assert cluster.indices.stats(index=backend.generations.aliased()[0])["_all"]["total"]["docs"]["deleted"] == 0
 
