@@ -2,10 +2,13 @@
 `remove` of 100 ids on an index of N records, then a rebuild of the same final sources, whose
 search results must be identical to the updated index's (ids, scores, totals, facets).
 
-    python -m bench update [--records 300000] [--changed 100] [--successive 10] [--semantic] [--out FILE]
+    python -m bench update [--records 300000] [--changed 100] [--successive 10] [--final-check] [--semantic]
+                           [--out FILE]
 
 Then `--successive` more adds of `--changed` papers each, timed one by one: one update segment
 each, until more than MAX_SMALL_SEGMENTS of them are merged (backends/whoosh/incremental.py).
+`--final-check` then rebuilds the final sources (the base without the removed papers, and every
+add) and compares the search results once more.
 
 The corpus is bench/corpus.py's (the ACL records, then labelled synthetic ones), as for `bench scale`.
 """
@@ -30,7 +33,7 @@ from searchsvc.ingest.rebuild import rebuild
 from searchsvc.settings import load_settings
 
 
-def run(records: int, changed: int, successive: int, semantic: bool) -> dict[str, Any]:
+def run(records: int, changed: int, successive: int, semantic: bool, final_check: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-update-") as scratch:
         work = Path(scratch)
         source = work / "corpus.jsonl"
@@ -66,6 +69,14 @@ def run(records: int, changed: int, successive: int, semantic: bool) -> dict[str
             {**_timed_report(lambda path=path: updating.add(updated, [path])), "segments": _segments(updated)}
             for path in later
         ]
+        if final_check:  # after the removal and every add: a rebuild of the same final sources
+            gone = set(removed_ids)
+            kept = work / "base-kept.jsonl"
+            with base.open(encoding="utf-8") as lines_in, kept.open("w", encoding="utf-8") as lines_out:
+                lines_out.writelines(line for line in lines_in if json.loads(line)["id"] not in gone)
+            final = _backend(work / "final", semantic, work / "vectors")
+            timings["final_rebuild_s"] = _timed(lambda: rebuild(final, [kept, added, *later]))
+            timings["identical_after_all_changes"], _ = _same_results(updated, final, queries)
         timings["load_after"] = os.getloadavg()
     return {
         "machine": machine(),
@@ -137,10 +148,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--changed", type=int, default=100)
     parser.add_argument("--successive", type=int, default=10, help="more adds after the first, timed one by one")
+    parser.add_argument(
+        "--final-check", action="store_true", help="rebuild the final sources too and compare once more"
+    )
     parser.add_argument("--semantic", action="store_true", help="rank by meaning too (embeds the whole corpus first)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = run(args.records, args.changed, args.successive, args.semantic)
+    result = run(args.records, args.changed, args.successive, args.semantic, args.final_check)
     out = args.out or Path(f"bench/results/update-{args.records}{'-semantic' if args.semantic else ''}.json")
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))

@@ -41,11 +41,12 @@ QUERIES: list[dict[str, Any]] = [
     {"q": "", "sort": "newest", "page": "2"},
     {"q": "", "sort": "oldest"},
     {"q": "training", "sort": "newest"},
+    {"q": "zyxwv sparse graph embedding"},  # a word only p0000 holds, which the removals test removes
 ]
 
 
 def _record(rng: random.Random, number: int) -> dict[str, Any]:
-    words = rng.choices(_WORDS, k=rng.randint(3, 7))
+    words = rng.choices(_WORDS, k=rng.randint(3, 7)) + (["zyxwv"] if number == 0 else [])
     return {
         "id": f"p{number:04d}",
         "title": " ".join(words).capitalize(),

@@ -382,7 +382,8 @@ class CoordinatedOr(query.Or):
             for leaf, _ in parent.leaf_searchers():
                 counted: dict[Any, int] = {}
                 for m in _union(self.subqueries, leaf, context).term_matchers():
-                    counted[m.term()] = counted.get(m.term(), 0) + 1
+                    if parent.doc_frequency(*m.term()):  # not a term only an update's deleted papers hold
+                        counted[m.term()] = counted.get(m.term(), 0) + 1
                 for term, n in counted.items():
                     most[term] = max(most.get(term, 0), n)
             cache[key] = sum(most.values())

@@ -190,7 +190,7 @@ def score(words_plan: WordsPlan, postings: Postings, searcher: Searcher, check: 
         hit = np.zeros(n, dtype=bool)
         for field, weight in word.fields.items():
             ids, tf = postings.get(field, text)
-            if not len(ids):
+            if not len(ids) or not searcher.doc_frequency(field, text):  # only in an update's deleted papers
                 continue
             term_count += 1
             norm = bm25f.length_norm(postings.lengths(field)[ids], searcher.avg_field_length(field), field)
