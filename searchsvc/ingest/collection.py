@@ -45,8 +45,9 @@ CREATE TABLE paper (
 CREATE INDEX paper_min_id ON paper (min_id);
 CREATE TABLE merge_key (key TEXT PRIMARY KEY, grp INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX merge_key_grp ON merge_key (grp);
-CREATE TABLE meta (records INTEGER NOT NULL);  -- records merged so far: the next record's number follows
-INSERT INTO meta VALUES (0);
+-- records: merged so far, ever (the next record's number follows); removed: those of removed papers
+CREATE TABLE meta (records INTEGER NOT NULL, removed INTEGER NOT NULL);
+INSERT INTO meta VALUES (0, 0);
 """
 # Newest first, undated last, ties by id (`core.paper.catalogue_key`: SQLite compares TEXT as
 # UTF-8 bytes, which orders like Python's str); and each paper's place in the oldest-first order.
@@ -104,8 +105,8 @@ class MergeStore:
         self.db.executescript(_SCHEMA if published is None else "DROP TABLE IF EXISTS catalogue;")
         # group → its (id, stored fields) before this merge touched it (None: new); only for updates
         self.changes: dict[int, tuple[str, dict[str, Any]] | None] | None = None if published is None else {}
-        self.records_before: int = self.db.execute("SELECT records FROM meta").fetchone()[0]
-        self.records_removed = 0  # records of the papers `remove` took out
+        self.records_before, self.removed_before = self.db.execute("SELECT records, removed FROM meta").fetchone()
+        self.records_removed = 0  # records of the papers `remove` took out this time
         self.db.execute("BEGIN")  # one transaction for the whole merge: a commit per record is slow
 
     def groups_of(self, keys: list[str]) -> list[tuple[str, Group]]:
@@ -178,16 +179,16 @@ class MergeStore:
             ) from exc
 
     def finish(self, records: int) -> Collection:
-        """The merged papers, `records` merged in all (less those of removed papers); a rebuild's
-        in catalogue order too."""
-        records -= self.records_removed
-        self.db.execute("UPDATE meta SET records = ?", (records,))
+        """The merged papers, `records` merged in all, ever (record numbers never repeat, so a new
+        paper never takes an old one's number); a rebuild's in catalogue order too."""
+        removed = self.removed_before + self.records_removed
+        self.db.execute("UPDATE meta SET records = ?, removed = ?", (records, removed))
         self.db.execute("COMMIT")
         if self.changes is None:
             self.db.executescript(_CATALOGUE)
         self.db.close()
         self._cleanup.detach()  # the collection owns the file now
-        return Collection(self.directory, records)
+        return Collection(self.directory, records - removed)  # less those of removed papers
 
 
 class Collection:

@@ -143,11 +143,14 @@ def test_removals_search_like_a_rebuild_without_those_papers(
         assert sorted(report.removed) == chunk
         assert report.missing == ["no-such-paper"]
 
+    later = write_jsonl(folder / "later.jsonl", [_record(rng, BASE + n) for n in range(PER_ADD)])
+    assert len(updating.add(backend, [later]).added) == PER_ADD  # new papers, numbered after every record
+
     rebuilt = factory.overrides(semantic_ranking=False)
     kept = write_jsonl(folder / "kept.jsonl", [r for r in records if r["id"] not in gone])
-    rebuild(open_backend(load_settings(rebuilt, environ={})), [kept])
+    rebuild(open_backend(load_settings(rebuilt, environ={})), [kept, later])
 
     assert _results(create_app(updated)) == _results(create_app(rebuilt))
     status = open_backend(load_settings(updated, environ={})).status()
-    assert status["doc_count"] == BASE - len(gone)
-    assert (status["records"], status["merged"]) == (BASE - len(gone), 0)  # the removed papers' records left
+    assert status["doc_count"] == BASE - len(gone) + PER_ADD
+    assert (status["records"], status["merged"]) == (BASE - len(gone) + PER_ADD, 0)  # less the removed ones
