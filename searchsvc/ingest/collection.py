@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchsvc.core.durable import fsync_dir
 from searchsvc.core.errors import RebuildFailed
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation
@@ -252,7 +253,7 @@ class Collection:
         with self.path.open("rb+") as stream:
             os.fsync(stream.fileno())
         os.replace(self.path, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         self._db = _connect(path)
         self.path = path
 
@@ -276,13 +277,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     )
     return db
 
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _encode(paper: Paper) -> str:

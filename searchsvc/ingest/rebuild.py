@@ -13,7 +13,7 @@ from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
 from searchsvc.ingest.merging import merge_records
 from searchsvc.ingest.published import keep_collection, prune_collections
-from searchsvc.ingest.sources import SUFFIXES, discover, read_records
+from searchsvc.ingest.sources import discover, read_records
 
 
 @dataclass
@@ -67,9 +67,6 @@ def rebuild(
 
     with backend.exclusive_rebuild():
         files = discover(sources)
-        if not files:
-            where = ", ".join(str(s) for s in sources) or "(none given)"
-            raise SearchsvcError(f"no source files ({', '.join('*' + s for s in SUFFIXES)}) in {where}")
         by_format: Counter[str] = Counter()
         with progress("reading", None) as advance:
             # Beside the index, not in /tmp: that is often a RAM disk, whose files would count as memory.

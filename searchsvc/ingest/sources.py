@@ -110,8 +110,10 @@ def _unsupported(path: Path) -> SourceFormatError:
 def discover(paths: Iterable[Path]) -> list[Path]:
     """The source files named by `paths`, folders expanded, in one sorted order.
 
-    Sorting makes a rebuild independent of the order sources are named in.
+    Sorting makes a rebuild independent of the order sources are named in. Finding none is an
+    error: a rebuild or an add of nothing is a mistyped path, not a wish to empty the index.
     """
+    paths = list(paths)
     found: set[Path] = set()
     for path in paths:
         if path.is_dir():
@@ -122,6 +124,9 @@ def discover(paths: Iterable[Path]) -> list[Path]:
             found.add(path)
         else:
             raise SearchsvcError(f"{path}: no such file or folder")
+    if not found:
+        where = ", ".join(str(p) for p in paths) or "(none given)"
+        raise SearchsvcError(f"no source files ({', '.join('*' + s for s in SUFFIXES)}) in {where}")
     return sorted(found)
 
 

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.backends import Backend
-from searchsvc.core.errors import IndexUnavailable, SearchsvcError
+from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
 from searchsvc.ingest.collection import Change, MergeStore
 from searchsvc.ingest.merging import merge_into
 from searchsvc.ingest.published import collection_file, keep_collection, prune_collections
-from searchsvc.ingest.sources import SUFFIXES, discover, read_records
+from searchsvc.ingest.sources import discover, read_records
 
 
 @dataclass
@@ -82,9 +82,6 @@ def add(
 
     def merge(store: MergeStore) -> int:
         files = discover(sources)
-        if not files:
-            where = ", ".join(str(s) for s in sources) or "(none given)"
-            raise SearchsvcError(f"no source files ({', '.join('*' + s for s in SUFFIXES)}) in {where}")
         with progress("reading", None) as advance:
             records = merge_into(store, counted(read_records(files, note, Counter()), advance), note)
         report.records = records - store.records_before

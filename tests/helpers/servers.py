@@ -38,8 +38,13 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 def get(url: str, timeout: float = REQUEST_TIMEOUT) -> tuple[int, Any]:
     """GET `url`: its status and JSON body, for error statuses too."""
+    return send(urllib.request.Request(url), timeout)
+
+
+def send(request: urllib.request.Request, timeout: float = REQUEST_TIMEOUT) -> tuple[int, Any]:
+    """Send `request`: its status and JSON body, for error statuses too."""
     try:
-        with _OPENER.open(url, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         try:

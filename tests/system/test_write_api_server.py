@@ -4,11 +4,9 @@ log, the access log included. Through Flask's test client: tests/unit/web/test_w
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import threading
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -18,6 +16,7 @@ from typing import Any
 import pytest
 
 from searchsvc.write_tokens import entry_for, new_token
+from tests.helpers import servers
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
 from tests.helpers.records import jsonl, made_up_papers, write_jsonl
 from tests.helpers.servers import (
@@ -38,7 +37,6 @@ WRONG_TOKEN = new_token()
 BODY_LIMIT = 1 << 20
 SETTINGS = {"SEARCHSVC_SEMANTIC_RANKING": "false", "SEARCHSVC_MAX_WRITE_BODY_BYTES": str(BODY_LIMIT)}
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +56,7 @@ def send(
 ) -> tuple[int, Any]:
     """One request: its status and JSON body, for error statuses too."""
     request = urllib.request.Request(f"{base}{path}", data=body or None, method=method, headers=headers or {})
-    try:
-        with _OPENER.open(request, timeout=REQUEST_TIMEOUT) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        try:
-            return error.code, json.loads(error.read())
-        finally:
-            error.close()
+    return servers.send(request)
 
 
 def add(base: str, body: str, token: str = TOKEN, query: str = "") -> tuple[int, Any]:

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from searchsvc.core.durable import fsync_dir
 from searchsvc.core.errors import IndexUnavailable, RebuildInProgress
 
 POINTER = "CURRENT"
@@ -332,7 +333,7 @@ def _write_atomically(path: Path, text: str) -> None:
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _fsync_tree(directory: Path) -> None:
@@ -340,12 +341,5 @@ def _fsync_tree(directory: Path) -> None:
         if path.is_file():
             with path.open("rb") as stream:
                 os.fsync(stream.fileno())
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
