@@ -3,7 +3,7 @@
 search results must be identical to the updated index's (ids, scores, totals, facets).
 
     python -m bench update [--records 300000] [--changed 100] [--successive 10] [--final-check] [--semantic]
-                           [--vector-store DIR] [--out FILE]
+                           [--vector-store DIR | --random-base-vectors] [--out FILE]
 
 Then `--successive` more adds of `--changed` papers each, timed one by one: one update segment
 each, until more than MAX_SMALL_SEGMENTS of them are merged (backends/whoosh/incremental.py).
@@ -15,6 +15,12 @@ With `--semantic`, the first rebuild embeds the whole corpus (hours at 300,000 p
 embeds only what the store lacks. Only the first rebuild uses DIR; everything after it works on a
 copy, so the added papers are never in DIR and every add's embedding time (reported separately)
 is real.
+
+`--random-base-vectors` skips those hours instead: the first rebuild indexes without embedding,
+then the store gets a random unit vector for each of its papers, under the paper's real content
+key. Everything the update path does at that size is then real (a store of N rows loaded, extended
+and saved; N vectors for each new generation; the new papers embedded by the real encoder), but
+the base papers' ranking by meaning is noise, so the run says `"base_vectors": "random"`.
 
 The corpus is bench/corpus.py's (the ACL records, then labelled synthetic ones), as for `bench scale`.
 """
@@ -31,17 +37,28 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench import corpus, mix
 from bench.measure import machine
 from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.backends.whoosh.generation_vectors import read_content_keys
 from searchsvc.core.model import SearchRequest
 from searchsvc.ingest import updating
 from searchsvc.ingest.rebuild import rebuild
+from searchsvc.semantic.encoder import DIMENSIONS
+from searchsvc.semantic.store import StoredVectors, save
 from searchsvc.settings import load_settings
 
 
 def run(
-    records: int, changed: int, successive: int, semantic: bool, final_check: bool, kept_vectors: Path | None = None
+    records: int,
+    changed: int,
+    successive: int,
+    semantic: bool,
+    final_check: bool,
+    kept_vectors: Path | None = None,
+    random_base: bool = False,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-update-") as scratch:
         work = Path(scratch)
@@ -60,12 +77,14 @@ def run(
         removed_ids = [json.loads(line)["id"] for line in lines[: records : max(1, records // changed)]][:changed]
         del lines
 
-        first = _backend(work / "updated", semantic, kept_vectors or vectors)
+        first = _backend(work / "updated", semantic and not random_base, kept_vectors or vectors)
         timings: dict[str, Any] = {"load_before": os.getloadavg()}
         timings["first_rebuild_s"] = _timed(lambda: rebuild(first, [base]))
         if kept_vectors:
             shutil.copytree(kept_vectors, vectors)
         updated = _backend(work / "updated", semantic, vectors)
+        if random_base and semantic:
+            timings["random_base_vectors"] = _random_vectors(first, updated.vector_store)
         _progress("first rebuild", timings)
         timings["add"] = _timed_report(lambda: updating.add(updated, [added]))
         # What the first search after a publish waits for in each worker: opening the new generation.
@@ -97,6 +116,7 @@ def run(
         "records": records,
         "changed": changed,
         "semantic_ranking": semantic,
+        "base_vectors": "random" if random_base and semantic else "encoder",
         **timings,
         "add_vs_rebuild": round(timings["full_rebuild_s"] / timings["add"]["seconds"], 1),
         "identical_to_rebuild": identical,
@@ -109,6 +129,16 @@ def _progress(phase: str, timings: dict[str, Any]) -> None:
     print(f"{phase}: {json.dumps(timings)} load {os.getloadavg()}", file=sys.stderr, flush=True)
 
 
+def _random_vectors(built: WhooshBackend, store: Path) -> int:
+    """Store a random unit vector under each content key of `built`'s published generation."""
+    generation = built.store.generations / built.store.published_name()
+    keys = read_content_keys(generation, built.status()["doc_count"])
+    rows = np.random.default_rng(18).standard_normal((len(keys), DIMENSIONS), dtype=np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    save(store, StoredVectors(keys, rows.astype(np.float16)))
+    return len(keys)
+
+
 def _segments(backend: WhooshBackend) -> int:
     """Segments of the published generation (an update adds one; merging small ones folds them)."""
     generation = backend.store.generations / backend.store.published_name()
@@ -118,7 +148,9 @@ def _segments(backend: WhooshBackend) -> int:
 def _backend(index_dir: Path, semantic: bool, vectors: Path) -> WhooshBackend:
     # The comparison's searches may take their time: a 503 would only hide what is compared.
     settings = {
-        "index_dir": index_dir, "semantic_ranking": semantic, "vector_store": str(vectors),
+        "index_dir": index_dir,
+        "semantic_ranking": semantic,
+        "vector_store": str(vectors),
         "search_time_limit_ms": 30_000,
     }
     return WhooshBackend(load_settings(settings, environ={}))
@@ -145,8 +177,12 @@ def _same_results(first: WhooshBackend, second: WhooshBackend, queries: list[mix
     compared = 0
     for query in queries:
         request = SearchRequest(
-            q=query.q, year_from=query.year_from, year_to=query.year_to, subject=query.subject,
-            author=query.author, per_page=20,
+            q=query.q,
+            year_from=query.year_from,
+            year_to=query.year_to,
+            subject=query.subject,
+            author=query.author,
+            per_page=20,
         )
         a, b = first.search(request), second.search(request)
         seen = [(found.total, [(h.id, h.score) for h in found.hits], found.facets) for found in (a, b)]
@@ -166,9 +202,22 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--semantic", action="store_true", help="rank by meaning too (embeds the whole corpus first)")
     parser.add_argument("--vector-store", type=Path, default=None, help="keep the vectors here between runs")
+    parser.add_argument(
+        "--random-base-vectors", action="store_true", help="with --semantic: random vectors for the base papers"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = run(args.records, args.changed, args.successive, args.semantic, args.final_check, args.vector_store)
+    if args.random_base_vectors and (args.vector_store or not args.semantic):
+        parser.error("--random-base-vectors goes with --semantic, and not with --vector-store")
+    result = run(
+        args.records,
+        args.changed,
+        args.successive,
+        args.semantic,
+        args.final_check,
+        args.vector_store,
+        args.random_base_vectors,
+    )
     out = args.out or Path(f"bench/results/update-{args.records}{'-semantic' if args.semantic else ''}.json")
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))
