@@ -94,3 +94,31 @@ def client(seed_app: Flask) -> FlaskClient:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+# Tests that share a costly session fixture, by node id: under pytest-xdist (`-n 2`) each group
+# runs on one worker, so the fixture starts once (pytest_xdist_make_scheduler below).
+SHARED_FIXTURE_GROUPS = {
+    "opensearch": ("opensearch", "tests/contract/test_both_backends_agree.py"),  # the 2-node test cluster
+    "acl": ("tests/system/test_request_budget.py", "test_cli_processes.py::test_rebuild_indexes_all_acl"),
+}
+
+
+def shared_fixture_group(nodeid: str) -> str | None:
+    for group, marks in SHARED_FIXTURE_GROUPS.items():
+        if any(mark in nodeid for mark in marks):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which `-p no:xdist` leaves out
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Like xdist's `load`, except that each group of SHARED_FIXTURE_GROUPS goes whole to one
+    worker. (xdist's own `loadgroup` marks node ids, which pytest 9 no longer lets it change.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_fixture_group(nodeid) or nodeid
+
+    return SharedFixtureScheduling(config, log)

@@ -6,7 +6,9 @@ fixture (tests/conftest.py) is the same under a test's `tmp_path`.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +45,12 @@ def build_index(
 def titles(backend: WhooshBackend) -> set[str]:
     """The titles of the first 100 papers `backend` serves."""
     return {hit.title for hit in backend.search(SearchRequest(per_page=100)).hits}
+
+
+@dataclass(frozen=True)
+class AclIndex:
+    """The 29,580 ACL records indexed by the real `searchsvc rebuild`, ranking by meaning off
+    (tests/system/conftest.py builds it once per session)."""
+
+    index_dir: Path
+    rebuild: subprocess.CompletedProcess[str]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.indexes import AclIndex
 from tests.helpers.paths import SEEDS, SHARED_ACL
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
 from tests.helpers.records import profile_page
@@ -33,23 +34,17 @@ def test_real_entry_point_second_rebuild_fails_fast(index_dir: Path, write) -> N
     assert third.returncode == 0, third.stderr
 
 
-def test_rebuild_indexes_all_acl_anthology_records(index_dir: Path) -> None:
-    """The real entry point on a real 29,580-record collection (about a minute).
+def test_rebuild_indexes_all_acl_anthology_records(acl_index: AclIndex) -> None:
+    """The real entry point on a real 29,580-record collection (about a minute; the session's
+    `acl_index`, which test_request_budget.py searches too).
 
     Without semantic ranking: embedding 24,000 abstracts takes half an hour on two cores;
     tests/unit/backends/whoosh/test_semantic_ranking.py covers the embedding step on small collections."""
-    built = subprocess.run(
-        [SEARCHSVC, "rebuild", str(SHARED_ACL), "--index-dir", str(index_dir)],
-        env={**os.environ, "SEARCHSVC_SEMANTIC_RANKING": "false"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert built.returncode == 0, built.stderr
+    built = acl_index.rebuild
     assert "29580 records read (29580 JSON lines), 29580 papers indexed (" in built.stdout
     assert "without an abstract, found by title only), 0 merged" in built.stdout
     found = subprocess.run(
-        [SEARCHSVC, "search", "", "--json", "--index-dir", str(index_dir)], capture_output=True, text=True
+        [SEARCHSVC, "search", "", "--json", "--index-dir", str(acl_index.index_dir)], capture_output=True, text=True
     )
     document = json.loads(found.stdout)
     assert document["total"] == 29580

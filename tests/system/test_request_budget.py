@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 import string
-import subprocess
 import threading
 import time
 import urllib.error
@@ -25,11 +24,12 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
-from tests.helpers.paths import REPO, SHARED_ACL
-from tests.helpers.servers import SEARCHSVC, environment, procfile_web
+
+from tests.helpers.indexes import AclIndex
+from tests.helpers.paths import SHARED_ACL
+from tests.helpers.servers import procfile_web
 
 pytestmark = [
     pytest.mark.reliability,
@@ -74,22 +74,6 @@ def adversarial_urls() -> list[str]:
     urls += [f"/?{urllib.parse.urlencode(page)}" for page in pages]
     assert len(set(urls)) == 20
     return urls
-
-
-@pytest.fixture(scope="module")
-def acl_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    index_dir = tmp_path_factory.mktemp("acl") / "index"
-    done = subprocess.run(
-        [str(SEARCHSVC), "rebuild", str(SHARED_ACL), "--index-dir", str(index_dir)],
-        cwd=REPO,
-        env=environment(**_NO_MEANING),
-        capture_output=True,
-        text=True,
-        timeout=1800,  # minutes on a loaded two-core machine
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return index_dir
 
 
 def _timed_get(url: str, timeout: float = 60) -> tuple[int, float]:
@@ -138,10 +122,10 @@ class _HealthPoller:
 
 
 @pytest.fixture(scope="module")
-def server(acl_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(acl_index: AclIndex, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with procfile_web(
         tmp_path_factory.mktemp("server"),
-        acl_index,
+        acl_index.index_dir,
         SEARCHSVC_SEARCH_TIME_LIMIT_MS=str(LIMIT_MS),
         **_NO_MEANING,
     ) as base:
