@@ -99,7 +99,12 @@ def runner() -> CliRunner:
 # Tests that share a costly session fixture, by node id: under pytest-xdist (`-n 2`) each group
 # runs on one worker, so the fixture starts once (pytest_xdist_make_scheduler below).
 SHARED_FIXTURE_GROUPS = {
-    "opensearch": ("opensearch", "tests/contract/test_both_backends_agree.py"),  # the 2-node test cluster
+    "opensearch": (  # the 2-node test cluster: the contract's [opensearch] half, and the modules for it alone
+        "[opensearch",
+        "tests/system/test_opensearch_",
+        "tests/contract/test_updates_opensearch_only.py",
+        "tests/contract/test_both_backends_agree.py",
+    ),
     "acl": ("tests/system/test_request_budget.py", "test_cli_processes.py::test_rebuild_indexes_all_acl"),
 }
 
