@@ -1,4 +1,5 @@
-"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest|sources|update [options]`: see bench/README.md."""
+"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest|sources|update [options]`:
+see bench/README.md."""
 
 from __future__ import annotations
 

@@ -43,7 +43,9 @@ def evaluate(index_dir: Path, vector_store: Path, papers: int | None, top: int, 
     meaning = backends["meaning"]
     status = meaning.status()
     if status["semantic_ranking"] != "on":
-        raise SystemExit(f"the index's papers are not all embedded yet (semantic_ranking: {status['semantic_ranking']})")
+        raise SystemExit(
+            f"the index's papers are not all embedded yet (semantic_ranking: {status['semantic_ranking']})"
+        )
     searcher = meaning._generations.get().searcher
     ids = sorted(stored["id"] for stored in searcher.all_stored_fields())
     chosen = ids if papers is None or papers >= len(ids) else sorted(random.Random(seed).sample(ids, papers))
@@ -79,7 +81,8 @@ def _shares(paper: Paper, related: list[Hit], top: int) -> dict[str, float | Non
 def _text(name: str, result: dict[str, Any]) -> str:
     rows = []
     for method, signals in result["summary"].items():
-        rows.append([method, *(f"{share:.3f} ({count})" if share is not None else "–" for share, count in signals.values())])
+        shares = (f"{share:.3f} ({count})" if share is not None else "–" for share, count in signals.values())
+        rows.append([method, *shares])
     head = (
         f"{name}: {result['papers']} of {result['collection']} papers, top {result['top']} related; "
         "mean share sharing a subject / an author / either (papers counted)\n\n"

@@ -50,8 +50,8 @@ from opensearchpy import OpenSearch
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import InvalidRequest, QuerySyntaxError
 from searchsvc.ingest.rebuild import rebuild
-from searchsvc.web.schemas import parse_search_request
 from searchsvc.settings import ENCODERS, load_settings
+from searchsvc.web.schemas import parse_search_request
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 VECTOR_STORE = Path(__file__).resolve().parent / ".vectors"  # as bench/measure.py: shared by every run

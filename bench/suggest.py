@@ -19,12 +19,12 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from bench.measure import latency_summary, machine, report, table
 from searchsvc import create_app
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.suggesting import generation_completions
 from searchsvc.core.deadline import request_budget
 from searchsvc.settings import load_settings
-from bench.measure import latency_summary, machine, report, table
 
 SEED = 20261219
 WARMUP = 50

@@ -24,7 +24,9 @@ from bench.server import Server, procfile_web
 VERSIONS = ("baseline", "this")
 
 
-def run(baseline: Path, index_dir: Path, settings: dict[str, str], requests: int, clients: int, workers: int) -> dict[str, Any]:
+def run(
+    baseline: Path, index_dir: Path, settings: dict[str, str], requests: int, clients: int, workers: int
+) -> dict[str, Any]:
     records = corpus.load(corpus.ACL)
     sequence = mix.generate(records, requests)
     warmup = mix.generate(records, WARMUP, seed=mix.SEED + 1)

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from searchsvc.ingest.collection import Change, Collection
+from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.suggestions import Suggestion
-from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
+from searchsvc.ingest.collection import Change, Collection
 from searchsvc.settings import Settings
 
 

@@ -1,8 +1,9 @@
 """How both engines read text and score it, so a query means and ranks the same on either.
 
 The Whoosh schema and the OpenSearch mapping are each built from these: the same stop
-words, searched fields and BM25 parameters (docs/relevance.md says how they were chosen). Field boosts differ by engine, because
-the engines combine fields differently, and so does the word pattern (WORD_PATTERN).
+words, searched fields and BM25 parameters (docs/relevance.md says how they were chosen).
+Field boosts differ by engine, because the engines combine fields differently, and so does
+the word pattern (WORD_PATTERN).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import NotFound
 
-from searchsvc.web.service import service
 from searchsvc.core.export import EXPORT_FORMATS
-from searchsvc.web.openapi import Operation, documented
+from searchsvc.core.model import FACETS
 from searchsvc.web.authors import author_profile
+from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import (
     AuthorRequestSchema,
     AuthorSchema,
@@ -23,7 +23,7 @@ from searchsvc.web.schemas import (
     SuggestRequestSchema,
     load_params,
 )
-from searchsvc.core.model import FACETS
+from searchsvc.web.service import service
 
 blueprint = Blueprint("api", __name__, url_prefix="/api")
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from searchsvc.web.service import service
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import HealthSchema, StatusSchema
+from searchsvc.web.service import service
 
 blueprint = Blueprint("health", __name__)
 

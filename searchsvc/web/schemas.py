@@ -71,7 +71,8 @@ class SearchRequestSchema(Schema):
             self.fields["per_page"].load_default = settings.default_per_page
         if "page" in self.fields:  # this schema's own copy of the field: the window is a setting
             self.fields["page"].metadata = {
-                "description": f"1-based; page * per_page may not exceed the result window ({settings.max_result_window:,})."
+                "description": "1-based; page * per_page may not exceed the result window "
+                f"({settings.max_result_window:,})."
             }
 
     @validates_schema

@@ -12,14 +12,14 @@ from typing import Any
 from flask import Blueprint, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 
-from searchsvc.web.service import service
 from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchsvcError, SearchTimedOut
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
-from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
+from searchsvc.core.model import SORTS, SearchRequest
 from searchsvc.web.authors import author_profile
 from searchsvc.web.health import changed_at
+from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
 from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, load_params
-from searchsvc.core.model import SORTS, SearchRequest
+from searchsvc.web.service import service
 from searchsvc.web.year_histogram import year_histogram
 
 blueprint = Blueprint("ui", __name__)

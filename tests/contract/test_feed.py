@@ -56,7 +56,8 @@ def test_ids_are_absolute_and_stable_and_dates_are_the_generations(client: Flask
     assert all(entry.updated == feed.feed.updated for entry in feed.entries)
     links = {link.rel: link.href for link in feed.feed.links}
     assert parse_qs(urlsplit(links["self"]).query) == {"q": ["recommendation"], "subject": ["cs.LG"]}
-    assert parse_qs(urlsplit(links["alternate"]).query) == {"q": ["recommendation"], "subject": ["cs.LG"], "sort": ["newest"]}
+    wanted = {"q": ["recommendation"], "subject": ["cs.LG"], "sort": ["newest"]}
+    assert parse_qs(urlsplit(links["alternate"]).query) == wanted
 
 
 def test_a_feed_holds_the_newest_fifty(build: Build) -> None:

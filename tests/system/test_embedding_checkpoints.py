@@ -20,7 +20,10 @@ from searchsvc.settings import load_settings
 from tests.helpers.paths import REPO, SHARED_ACL
 from tests.helpers.servers import SEARCHSVC, environment
 
-pytestmark = [pytest.mark.reliability, pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")]
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records"),
+]
 
 PAPERS = 64  # about half a minute to embed on two cores
 # The real command with a checkpoint after every 8 papers, instead of every 30 s, so the test

@@ -22,7 +22,10 @@ from searchsvc.backends.whoosh.generations import GenerationStore
 from tests.helpers.paths import SEEDS, SHARED_ACL
 from tests.helpers.servers import SEARCHSVC, environment
 
-pytestmark = [pytest.mark.reliability, pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")]
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records"),
+]
 
 SURVIVAL_LIMIT = 2.0  # seconds a killed rebuild's processes may take to disappear
 POLL = 0.005  # seconds between two looks at the rebuild; reading the ACL records takes about 2 s
@@ -40,7 +43,8 @@ def slice_of_acl(path: Path, count: int) -> Path:
 def rebuilding(index_dir: Path, source: Path, semantic: bool) -> Iterator[subprocess.Popen[bytes]]:
     """A real rebuild process; SIGKILLed and reaped on exit whatever the test did."""
     env = environment(SEARCHSVC_INDEX_DIR=str(index_dir), SEARCHSVC_SEMANTIC_RANKING=str(semantic).lower())
-    with subprocess.Popen([str(SEARCHSVC), "rebuild", str(source)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as victim:
+    command = [str(SEARCHSVC), "rebuild", str(source)]
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as victim:
         try:
             yield victim
         finally:
@@ -139,7 +143,9 @@ def test_a_killed_rebuild_leaves_no_process_and_no_lock(phase: str, tmp_path: Pa
             timeout=120,
         )
         assert again.returncode == 0, again.stderr
-        status = subprocess.run([str(SEARCHSVC), "status", "--index-dir", str(index_dir)], capture_output=True, text=True)
+        status = subprocess.run(
+            [str(SEARCHSVC), "status", "--index-dir", str(index_dir)], capture_output=True, text=True
+        )
         assert json.loads(status.stdout)["doc_count"] == 28
     finally:
         for process in left:

@@ -22,8 +22,8 @@ from searchsvc import create_app
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.backends.opensearch.search_bodies import Plan
 from searchsvc.core.errors import QueryRejected, RebuildFailed, RebuildInProgress
-from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
+from searchsvc.ingest.rebuild import rebuild
 from searchsvc.settings import load_settings
 from tests.helpers.apps import error_of
 from tests.helpers.backends import BackendFactory

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.paths import SEEDS
 from tests.helpers.servers import get, procfile_web, rebuild_index
 

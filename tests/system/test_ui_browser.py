@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from tests.helpers.accessibility import assert_accessible, audit_once
-from tests.helpers.browser import DESKTOP, PHONE, TIMEOUT_MS, launch, screenshot, watch, WatchedPage
+from tests.helpers.browser import DESKTOP, PHONE, TIMEOUT_MS, WatchedPage, launch, screenshot, watch
 from tests.helpers.paths import SEEDS
 from tests.helpers.records import jsonl
 from tests.helpers.servers import get, get_text, procfile_web, rebuild_index
@@ -552,7 +552,9 @@ PAGE_STATES = {
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_every_kind_of_page_passes_the_accessibility_audit(browser: Browser, base: str, viewport: dict[str, int]) -> None:
+def test_every_kind_of_page_passes_the_accessibility_audit(
+    browser: Browser, base: str, viewport: dict[str, int]
+) -> None:
     """axe-core's every rule, on each kind of page at both widths: at phone width the sort's
     label was hidden with display:none, which left the select without a name (critical)."""
     with watched_page(browser, viewport=viewport) as watched:

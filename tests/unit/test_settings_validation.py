@@ -88,7 +88,8 @@ def test_a_misspelt_key_in_the_config_file_is_refused(tmp_path: Path) -> None:
     message = refusal({"SEARCHSVC_CONFIG": str(config)})
     assert message == f"max_per_pgae in {config} is not a setting: did you mean max_per_page?"
     config.write_text("max_per_page = -1\n", encoding="utf-8")
-    assert refusal({"SEARCHSVC_CONFIG": str(config)}) == f"max_per_page=-1 in {config}: must be an integer from 1 to 1000"
+    expected = f"max_per_page=-1 in {config}: must be an integer from 1 to 1000"
+    assert refusal({"SEARCHSVC_CONFIG": str(config)}) == expected
 
 
 def test_settings_that_depend_on_each_other_are_checked_together() -> None:

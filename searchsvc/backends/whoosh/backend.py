@@ -24,8 +24,8 @@ from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.generations import FILES, GenerationStore
-from searchsvc.backends.whoosh.incremental import link_previous, write_update
 from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
+from searchsvc.backends.whoosh.incremental import link_previous, write_update
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION

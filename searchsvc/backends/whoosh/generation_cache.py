@@ -8,14 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.doc_order import DocOrder
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
-from searchsvc.backends.whoosh.live_statistics import DELETED_FILE, load_deletions, open_searcher
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
+from searchsvc.backends.whoosh.live_statistics import DELETED_FILE, load_deletions, open_searcher
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.spelling import generation_vocabulary
 from searchsvc.backends.whoosh.suggesting import generation_completions

@@ -118,7 +118,10 @@ def test_csv_has_a_header_and_joins_lists() -> None:
     rows = list(csv.reader(io.StringIO(export("csv", paper(), paper("Undated", year=None, authors=[])), newline="")))
     assert rows == [
         ["id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"],
-        ["p1", "Compositional Generalization", "2020", "cs.CL; cs.LG", "Maxim Naumov; Zoë Müller", "An abstract.", "", "", ""],
+        [
+            "p1", "Compositional Generalization", "2020", "cs.CL; cs.LG", "Maxim Naumov; Zoë Müller", "An abstract.",
+            "", "", "",
+        ],
         ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract.", "", "", ""],
     ]
 
@@ -138,7 +141,8 @@ def test_csv_cells_cannot_start_a_formula(start: str) -> None:
     formula = start + 'HYPERLINK("http://evil.example","x")'
     text = export("csv", paper(formula, id=formula, abstract=formula, subjects=[formula], authors=[formula, "B"]))
     row = list(csv.reader(io.StringIO(text, newline="")))[1]
-    assert row == ["'" + formula, "'" + formula, "2020", "'" + formula, "'" + formula + "; B", "'" + formula, "", "", ""]
+    quoted = "'" + formula
+    assert row == [quoted, quoted, "2020", quoted, quoted + "; B", quoted, "", "", ""]
 
 
 def test_csv_leaves_safe_cells_alone() -> None:

@@ -6,12 +6,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, year_range_label
 from searchsvc.core.model import SearchRequest, SearchResult
+from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, year_range_label
 
 
 def links(**wanted: object) -> SearchLinks:
-    return SearchLinks(SearchRequest(**wanted), base="/", export_base="/api/export", feed_base="/feed.atom", default_per_page=10)  # type: ignore[arg-type]
+    request = SearchRequest(**wanted)  # type: ignore[arg-type]
+    return SearchLinks(request, base="/", export_base="/api/export", feed_base="/feed.atom", default_per_page=10)
 
 
 def query(url: str) -> dict[str, list[str]]:

@@ -24,7 +24,7 @@ def test_scoring_checks_the_clock_and_otherwise_ranks_as_whoosh(
     expected = searcher.search(anything, limit=5).top_n
     assert len(expected) == 5 and bounded.top_scored(searcher, anything, 5, Deadline(60_000)) == expected
     docs, scores = bounded.all_scored(searcher, anything, Deadline(60_000))
-    assert sorted(zip(-scores, docs))[:5] == sorted((-score, docnum) for score, docnum in expected)
+    assert sorted(zip(-scores, docs, strict=True))[:5] == sorted((-score, docnum) for score, docnum in expected)
 
     now = [0.0]
     expired = Deadline(1000, clock=lambda: now[0])

@@ -6,8 +6,8 @@ The rebuild's report, progress and source errors: tests/unit/ingest/test_rebuild
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,10 +15,10 @@ import pytest
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
-from searchsvc.ingest.rebuild import rebuild
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.ingest.collection import Collection
+from searchsvc.ingest.rebuild import rebuild
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex, build_index, titles
 from tests.helpers.paths import SEEDS

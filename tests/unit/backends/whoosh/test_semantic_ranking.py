@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.core import fusion
 from searchsvc.core.errors import SearchsvcError
+from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress
 from searchsvc.ingest.rebuild import rebuild
-from searchsvc.core.model import SearchRequest
-from searchsvc.core import fusion
-from searchsvc.semantic.encoder import Encoder, ModelUnavailable
 from searchsvc.semantic import store
+from searchsvc.semantic.encoder import Encoder, ModelUnavailable
 from searchsvc.semantic.store import load
 from tests.helpers.apps import app_for, settings_for
 from tests.helpers.indexes import RECORDS_FILE, MakeIndex

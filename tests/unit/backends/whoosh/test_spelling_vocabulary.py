@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from whoosh import query
 
-from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.backends.whoosh import querying
+from searchsvc.backends.whoosh import WhooshBackend, querying
 from searchsvc.backends.whoosh.deadline_collectors import all_scored
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline, budget, request_budget
@@ -34,7 +33,9 @@ def test_the_vocabulary_finds_exactly_the_words_within_two_edits() -> None:
         papers[word] = papers.get(word, 0) + count
     for _ in range(200):
         word = "".join(rng.choice("abcdef") for _ in range(rng.randint(3, 9)))
-        expected = {(text, n) for text, n in papers.items() if text[0] == word[0] and spelling.edit_distance(word, text) <= 2}
+        expected = {
+            (text, n) for text, n in papers.items() if text[0] == word[0] and spelling.edit_distance(word, text) <= 2
+        }
         assert set(vocabulary.near(word)) == expected, word
         assert vocabulary.papers(word) == papers.get(word, 0)
 
