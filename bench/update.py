@@ -132,7 +132,7 @@ def _progress(phase: str, timings: dict[str, Any]) -> None:
 def _random_vectors(built: WhooshBackend, store: Path) -> int:
     """Store a random unit vector under each content key of `built`'s published generation."""
     generation = built.store.generations / built.store.published_name()
-    keys = read_content_keys(generation, built.status()["doc_count"])
+    keys = read_content_keys(generation, built.store.manifest(generation)["doc_count"])  # no need to open it
     rows = np.random.default_rng(18).standard_normal((len(keys), DIMENSIONS), dtype=np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     save(store, StoredVectors(keys, rows.astype(np.float16)))

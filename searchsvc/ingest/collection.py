@@ -278,7 +278,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-
 def _encode(paper: Paper) -> str:
     ids = paper.identifiers
     return json.dumps(
