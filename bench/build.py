@@ -10,6 +10,7 @@ tree (sampled every 50 ms, so the writer's child processes count) are measured.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,9 @@ LABELS = {
     "whoosh": "bare Whoosh, same schema, one default `ix.writer()`",
     "tantivy": "tantivy 0.27 (reference)",
 }
+
+
+EMBEDDED = re.compile(r"(\d+) embedded in ([\d.]+) s")  # `RebuildReport.summary`
 
 
 def opensearch_env(urls: str) -> dict[str, str]:
@@ -53,12 +57,14 @@ def build_once(engine: str, source: Path, work: Path, opensearch: str | None = N
         command = [sys.executable, "-m", module, str(source), str(target)]
     run = run_measured(command, env=clean_env(**extra))
     size = opensearch_index_bytes(opensearch) if engine == OPENSEARCH and opensearch else directory_size(target)
+    embedded = EMBEDDED.search(run.stdout)  # in the rebuild's summary when ranking by meaning embedded any
     return {
         "engine": engine,
         "seconds": round(run.seconds, 2),
         "cpu_seconds": round(run.cpu_seconds, 2),
         "peak_rss_bytes": run.peak_rss,
         "index_bytes": size,
+        **({"embedded": int(embedded[1]), "embedding_seconds": float(embedded[2])} if embedded else {}),
     }
 
 

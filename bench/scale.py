@@ -8,7 +8,13 @@ the same requests in-process through the service, bare Whoosh (its own API over 
 service's index files, see bench/bare_whoosh.py) and tantivy. Writes scale.json, scale.md
 and scale.png (matplotlib, Agg).
 
-    python -m bench scale [--sizes 0,100000,300000] [--requests 200] [--out bench/results/scale.json]
+Lexical ranking only by default. `--semantic` ranks by meaning too, with the default encoder:
+each rebuild embeds the papers its vector store lacks (reported: how many, in how long), and
+the store is kept between runs and sizes (`--vector-store`, default bench/.vectors), so sizes in
+increasing order embed each paper once (the larger corpus begins with the smaller one).
+
+    python -m bench scale [--sizes 0,100000,300000] [--requests 200] [--semantic [--vector-store DIR]]
+                          [--out bench/results/scale.json]
 """
 
 from __future__ import annotations
@@ -23,35 +29,40 @@ from typing import Any
 from bench import corpus, mix
 from bench.bare_whoosh import BareSearcher
 from bench.build import build_once
-from bench.measure import machine, mib, table
+from bench.measure import VECTOR_STORE, machine, mib, table
 from bench.query import WARMUP, _service, http_load, in_process
 from bench.server import procfile_web
 from bench.tantivy_ref import TantivySearcher
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.settings import load_settings
 
-# Lexical ranking only: embedding 300,000 papers takes hours on two cores (docs/performance.md),
-# so the curve measures the lexical path, which every search runs anyway.
+# Without --semantic: the lexical path, which every search runs anyway.
 LEXICAL = {"SEARCHSVC_SEMANTIC_RANKING": "false"}
 
 
-def one_size(records: int, requests: int, local_requests: int, workers: int, bare_build_max: int) -> dict[str, Any]:
+def one_size(
+    records: int, requests: int, local_requests: int, workers: int, bare_build_max: int, vector_store: Path | None
+) -> dict[str, Any]:
+    """One corpus size; `vector_store`: rank by meaning, with the vectors kept there (None: lexical only)."""
+    ranking = {"SEARCHSVC_VECTOR_STORE": str(vector_store)} if vector_store else LEXICAL
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
         work = Path(scratch)
         source = work / "corpus.jsonl"
         described = corpus.prepare(source, records)
         engines = ["searchsvc", "tantivy"] + (["whoosh"] if described["records"] <= bare_build_max else [])
-        builds = {engine: build_once(engine, source, work, **LEXICAL) for engine in engines}
+        builds = {engine: build_once(engine, source, work, **ranking) for engine in engines}
         if "whoosh" in builds:
             shutil.rmtree(work / "whoosh-index")
         loaded = corpus.load(source)
         sequence = mix.generate(loaded, requests)
         warmup = mix.generate(loaded, WARMUP, seed=mix.SEED + 1)
         index_dir = work / "searchsvc-index"
-        with procfile_web(index_dir, workers, work / "gunicorn.log", **LEXICAL) as server:
+        with procfile_web(index_dir, workers, work / "gunicorn.log", **ranking) as server:
             http_load(server, warmup, workers)
             load = http_load(server, sequence, workers)
-        backend = WhooshBackend(load_settings({"index_dir": index_dir, "semantic_ranking": False}, environ={}))
+        stored = {"vector_store": str(vector_store)} if vector_store else {}
+        chosen = {"index_dir": index_dir, "semantic_ranking": bool(vector_store), **stored}
+        backend = WhooshBackend(load_settings(chosen, environ={}))
         generation = index_dir / "generations" / (index_dir / "CURRENT").read_text().strip()
         bare = BareSearcher(generation)
         reference = TantivySearcher(work / "tantivy-index")
@@ -148,11 +159,37 @@ def markdown(result: dict[str, Any]) -> str:
         "bare Whoosh p95",
         "tantivy p50",
     ]
+    ranking = (
+        f"ranked by meaning too ({result['encoder']} encoder)" if result.get("semantic_ranking") else "lexical ranking"
+    )
     return (
         f"{result['workers']} gunicorn workers, {result['workers']} clients, {result['requests']} requests per size "
-        f"(in-process: the first {result['local_requests']}); load average at the end "
-        f"{result['machine']['load_average_1_5_15']}\n\n" + table(header, rows)
+        f"(in-process: the first {result['local_requests']}), {ranking}; load average at the end "
+        f"{result['machine']['load_average_1_5_15']}\n\n" + table(header, rows) + "\n\n" + by_kind(result)
     )
+
+
+def by_kind(result: dict[str, Any]) -> str:
+    """Through gunicorn, per kind of request, and the rebuild's embedding (when it embedded any)."""
+    rows = []
+    for r in result["sizes"]:
+        build = r["builds"]["searchsvc"]
+        embedded = build.get("embedded", 0)
+        rate = f"{embedded:,} in {build['embedding_seconds']:.0f} s ({embedded / build['embedding_seconds']:.1f}/s)"
+        for kind, summary in r["http"]["by_kind_ms"].items():
+            rows.append(
+                [
+                    f"{r['corpus']['records']:,}",
+                    kind,
+                    summary["n"],
+                    summary["p50"],
+                    summary["p95"],
+                    summary["p99"],
+                    rate if embedded else "none (all stored)",
+                ]
+            )
+    header = ["records", "kind", "requests", "p50 ms", "p95 ms", "p99 ms", "papers embedded by the rebuild"]
+    return table(header, rows)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -162,16 +199,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--local-requests", type=int, default=100, help="of those, how many also run in-process")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--bare-build-max", type=int, default=30_000)
+    parser.add_argument("--semantic", action="store_true", help="rank by meaning too (embeds what the store lacks)")
+    parser.add_argument("--vector-store", type=Path, default=VECTOR_STORE, help="with --semantic (default %(default)s)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    vector_store = args.vector_store.resolve() if args.semantic else None
     result: dict[str, Any] = {
         "workers": args.workers,
         "requests": args.requests,
         "local_requests": args.local_requests,
+        "semantic_ranking": args.semantic,
         "sizes": [],
     }
+    if args.semantic:
+        result["encoder"] = load_settings(environ={}).encoder
     for size in (int(s) for s in args.sizes.split(",")):
-        result["sizes"].append(one_size(size, args.requests, args.local_requests, args.workers, args.bare_build_max))
+        result["sizes"].append(
+            one_size(size, args.requests, args.local_requests, args.workers, args.bare_build_max, vector_store)
+        )
         result["machine"] = machine()
         if args.out:  # after every size, so a long run leaves what it measured
             args.out.write_text(json.dumps(result, indent=2) + "\n")

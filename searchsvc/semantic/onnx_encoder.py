@@ -15,9 +15,9 @@ from searchsvc.semantic.onnx_graph import INPUTS
 from searchsvc.semantic.onnx_model import OnnxUnavailable
 
 # Texts per forward pass, sorted by length so a batch pads little; small batches are no slower
-# here (docs/performance.md). int8 runs one text at a time: dynamic quantization scales each
-# layer's input by its largest value over the whole batch, so a text's vector would depend on
-# the texts beside it (by up to 0.05 a component), and padding costs nothing when there is none.
+# here (docs/performance.md). int8 runs one text at a time, which pads nothing: its per-token
+# scales (`onnx_quantize`) leave a text's vector the same in any batch, but batches of 2–16 were
+# slower (papers/s 36, 36, 33, 29, 25 for 1, 2, 4, 8, 16 texts, one run).
 BATCH = {"onnx": 4, "onnx-int8": 1}
 _LOAD_ERRORS = (Fail, InvalidGraph, InvalidProtobuf, NoSuchFile)  # ONNX Runtime's own, not Python's
 

@@ -1,7 +1,7 @@
 """The ONNX model files, built on first use into the service's model cache and checked by SHA-256.
 
 Nothing is downloaded: the fp32 graph is built from the pinned safetensors weights
-(`onnx_graph`) and quantized to int8 by ONNX Runtime. Both steps are deterministic for
+(`onnx_graph`) and rewritten into int8 (`onnx_quantize`). Both steps are deterministic for
 pinned `onnx` and `onnxruntime` versions, so the built files' SHA-256 are pinned below like
 the weights' own; a file that differs (other versions, a damaged cache) is not used
 (docs/decisions.md). Building both takes a few seconds, once per cache directory.
@@ -12,7 +12,6 @@ the weights' own; a file that differs (other versions, a damaged cache) is not u
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import sys
 import tempfile
@@ -25,17 +24,12 @@ from safetensors.numpy import load_file
 from searchsvc.core.processes import remove_abandoned
 from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, model_dir, sha256
 
-# SHA-256 of each built file, for onnx==1.23.2 and onnxruntime==1.31.1 (pyproject.toml).
+# SHA-256 of each built file, for onnx==1.23.2 and numpy==2.4.6 (pyproject.toml).
 BUILT_SHA256 = {
     "onnx": "325354f19c5c820383db3cdc9677818b0de7ccac6ee99061b9e81c45dfde92a9",
-    "onnx-int8": "7e8769ff661cf5d88965eaa6a38226dcee7bd6d59ef7098ff476cdda1dda350f",
+    "onnx-int8": "9b4629f67034c03049fb3cf69b6bd9647bc93106bdcc3f811e18cda6fdce0c3e",
 }
 
-
-# int8 leaves the first two layers fp32: their error is carried through every layer after them,
-# and of the mixes measured this one alone kept nDCG@10 within 0.003 of fp32 on all three test
-# collections (docs/decisions.md). The prefixes of their weights' names in the fp32 graph.
-FP32_LAYERS = ("encoder.layer.0.", "encoder.layer.1.")
 _TEMP_PREFIX = ".build-"  # then the building process's id: a model file before it is renamed into place
 
 
@@ -62,7 +56,7 @@ def model_file(kind: str, cache_dir: Path) -> Path:
     if not _is_expected(path, kind):
         raise OnnxUnavailable(
             f"the {kind} model built here is not the expected file (SHA-256 differs): "
-            f"are onnx and onnxruntime the pinned versions? ({path}: {sha256(path)})"
+            f"are onnx and numpy the pinned versions? ({path}: {sha256(path)})"
         )
     return path
 
@@ -95,32 +89,11 @@ def _build_fp32(out: Path) -> None:
 
 
 def _quantize(fp32: Path, out: Path) -> None:
-    """Dynamic int8 quantization of the fp32 model's weight matrices, one scale per output column,
-    but for those of FP32_LAYERS.
-
-    One scale per matrix loses too much on this CPU (no VNNI: ONNX Runtime multiplies u8 by
-    s8 with AVX2's saturating pair sums); attention's activation-by-activation products stay
-    fp32 (MatMulConstBOnly)."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    kept = [
-        node.name
-        for node in onnx.load(str(fp32)).graph.node
-        if node.op_type == "MatMul" and node.input[1].startswith(FP32_LAYERS)
-    ]
-    logging.disable(logging.WARNING)  # its advice to pre-process the model, on the root logger
-    try:
-        quantize_dynamic(
-            fp32,
-            out,
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            nodes_to_exclude=kept,
-            extra_options={"MatMulConstBOnly": True},
-        )
-    finally:
-        logging.disable(logging.NOTSET)
+    from searchsvc.semantic.onnx_quantize import quantize
+
+    out.write_bytes(quantize(onnx.load(str(fp32))).SerializeToString())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from searchsvc.semantic.encoder import MODEL_ID, checked_model_files, load_tokenizer, model_dir, numpy_encoder
+from searchsvc.semantic.onnx_model import BUILT_SHA256
 from searchsvc.semantic.store import store_file
 
 if TYPE_CHECKING:
@@ -46,8 +47,9 @@ class TextEncoder(Protocol):
 def model_id(name: str) -> str:
     """The store name of `name`'s vectors. fp32 ONNX gives the numpy encoder's numbers (to ~2e-7, below
     float16's resolution in the store; tests/unit/semantic/test_onnx_encoder.py), so they share a store;
-    int8 vectors differ by up to ~0.05 a component and have their own."""
-    return f"{MODEL_ID}-{name}" if name == "onnx-int8" else MODEL_ID
+    int8 vectors differ by up to ~0.015 a component and have their own, named by the int8 model file, so
+    vectors of an earlier int8 build are never served as this one's."""
+    return f"{MODEL_ID}-{name}-{BUILT_SHA256[name][:12]}" if name == "onnx-int8" else MODEL_ID
 
 
 def query_encoder(settings: Settings) -> TextEncoder:

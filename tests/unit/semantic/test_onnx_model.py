@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from searchsvc.semantic import onnx_model
 from searchsvc.semantic.encoder import model_dir, sha256
 from searchsvc.semantic.onnx_graph import build_graph
 from searchsvc.semantic.onnx_model import BUILT_SHA256, OnnxUnavailable, model_file
+from searchsvc.semantic.onnx_quantize import quantize
 
 
 def test_the_graph_is_built_byte_for_byte_the_same() -> None:
@@ -50,3 +52,17 @@ def test_a_file_left_by_a_killed_build_is_removed_by_the_next(tmp_path: Path) ->
     left.write_bytes(b"")  # what a build killed before it wrote anything leaves
     model_file("onnx", tmp_path)
     assert not left.exists()
+
+
+def test_int8_rewrites_every_weight_product_but_the_value_projections() -> None:
+    """Attention's activation-by-activation products have no weights and stay fp32, as do the six value
+    projections (onnx_quantize.FP32_WEIGHTS); the other 30 of the 36 weight products run in int8."""
+    fp32 = build_graph(load_file(str(model_dir() / "model.safetensors")))
+    nodes = quantize(fp32).graph.node
+    ops = Counter(node.op_type for node in nodes)
+    kept = [node.input[1] for node in nodes if node.op_type == "MatMul"]
+    assert ops["MatMulInteger"] == 30
+    assert sorted(name for name in kept if name.endswith(".weight")) == [
+        f"encoder.layer.{layer}.attention.self.value.weight" for layer in range(6)
+    ]
+    assert ops["MatMul"] == 6 + 12  # the value projections, and two products per layer's attention

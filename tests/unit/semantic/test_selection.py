@@ -12,6 +12,7 @@ import pytest
 from searchsvc.core.errors import ConfigurationError
 from searchsvc.semantic import onnx_model, selection
 from searchsvc.semantic.encoder import MODEL_ID, Encoder
+from searchsvc.semantic.onnx_model import BUILT_SHA256
 from searchsvc.semantic.selection import shared_encoder, vector_store
 from tests.helpers.apps import app_for, settings_for
 from tests.helpers.indexes import MakeIndex
@@ -30,7 +31,7 @@ def fresh_choice() -> Iterator[None]:
 def test_the_setting_names_one_of_three_encoders(tmp_path: Path) -> None:
     for name in ("onnx-int8", "onnx", "numpy"):
         assert settings_for(tmp_path, encoder=name).encoder == name
-    assert settings_for(tmp_path).encoder == "onnx"
+    assert settings_for(tmp_path).encoder == "onnx-int8"
     with pytest.raises(ConfigurationError, match="encoder=onnx-fp16: .*onnx-int8"):
         settings_for(tmp_path, encoder="onnx-fp16")
 
@@ -65,7 +66,7 @@ def test_each_encoder_keeps_its_vectors_in_a_store_of_its_own(
     vectors are the numpy encoder's (test_onnx_encoder), so the stores embedded before ONNX keep serving."""
     stores = {name: vector_store(settings_for(tmp_path, encoder=name)).name for name in ("onnx-int8", "onnx", "numpy")}
     assert stores["numpy"] == stores["onnx"] == f"{MODEL_ID}.npz"
-    assert stores["onnx-int8"] == f"{MODEL_ID}-onnx-int8.npz"
+    assert stores["onnx-int8"] == f"{MODEL_ID}-onnx-int8-{BUILT_SHA256['onnx-int8'][:12]}.npz"
 
     selection.shared_encoder.cache_clear()
     selection._onnx_model.cache_clear()
