@@ -58,7 +58,7 @@ def one_size(
         warmup = mix.generate(loaded, WARMUP, seed=mix.SEED + 1)
         index_dir = work / "searchsvc-index"
         with procfile_web(index_dir, workers, work / "gunicorn.log", **ranking) as server:
-            http_load(server, warmup, workers)
+            warm = http_load(server, warmup, workers)  # each worker's first search opens the index: kept apart
             load = http_load(server, sequence, workers)
         stored = {"vector_store": str(vector_store)} if vector_store else {}
         chosen = {"index_dir": index_dir, "semantic_ranking": bool(vector_store), **stored}
@@ -70,7 +70,8 @@ def one_size(
         in_process(warmup[:10], local_engines)
         local = in_process(sequence[:local_requests], local_engines)
         bare.close()
-    return {"corpus": described, "builds": builds, "http": load, "in_process": local}
+    warmed = {key: warm[key] for key in ("requests", "errors", "error_statuses", "latency_ms")}
+    return {"corpus": described, "builds": builds, "warmup": warmed, "http": load, "in_process": local}
 
 
 def plot(result: dict[str, Any], target: Path) -> None:
@@ -189,7 +190,13 @@ def by_kind(result: dict[str, Any]) -> str:
                 ]
             )
     header = ["records", "kind", "requests", "p50 ms", "p95 ms", "p99 ms", "papers embedded by the rebuild"]
-    return table(header, rows)
+    warmups = "; ".join(
+        f"{r['corpus']['records']:,}: {r['warmup']['requests']} requests, {r['warmup']['errors']} errors "
+        f"{r['warmup']['error_statuses'] or ''}, slowest {r['warmup']['latency_ms']['max']:.0f} ms"
+        for r in result["sizes"]
+        if "warmup" in r
+    )
+    return table(header, rows) + f"\n\nWarm-up before the measured requests (each worker opens the index): {warmups}"
 
 
 def main(argv: list[str] | None = None) -> None:
