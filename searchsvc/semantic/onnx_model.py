@@ -2,7 +2,7 @@
 
 Nothing is downloaded: the fp32 graph is built from the pinned safetensors weights
 (`onnx_graph`) and rewritten into int8 (`onnx_quantize`). Both steps are deterministic for
-pinned `onnx` and `onnxruntime` versions, so the built files' SHA-256 are pinned below like
+pinned `onnx`, `numpy` and `protobuf` versions, so the built files' SHA-256 are pinned below like
 the weights' own; a file that differs (other versions, a damaged cache) is not used
 (docs/decisions.md). Building both takes a few seconds, once per cache directory.
 
@@ -24,7 +24,7 @@ from safetensors.numpy import load_file
 from searchsvc.core.processes import remove_abandoned
 from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, model_dir, sha256
 
-# SHA-256 of each built file, for onnx==1.23.2 and numpy==2.4.6 (pyproject.toml).
+# SHA-256 of each built file, for onnx==1.23.2, numpy==2.4.6 and protobuf==7.36.2 (pyproject.toml).
 BUILT_SHA256 = {
     "onnx": "325354f19c5c820383db3cdc9677818b0de7ccac6ee99061b9e81c45dfde92a9",
     "onnx-int8": "9b4629f67034c03049fb3cf69b6bd9647bc93106bdcc3f811e18cda6fdce0c3e",
@@ -56,7 +56,7 @@ def model_file(kind: str, cache_dir: Path) -> Path:
     if not _is_expected(path, kind):
         raise OnnxUnavailable(
             f"the {kind} model built here is not the expected file (SHA-256 differs): "
-            f"are onnx and numpy the pinned versions? ({path}: {sha256(path)})"
+            f"are onnx, numpy and protobuf the pinned versions? ({path}: {sha256(path)})"
         )
     return path
 

@@ -3,8 +3,8 @@
 ONNX Runtime's own `quantize_dynamic` scales each layer's input by one number for the whole batch.
 One large value anywhere (a separator token, one long text in a batch) then coarsens every other
 token's, and a text's vector depends on the texts beside it. Scaling each token by its own largest
-value costs a reduction per row and fixes both: the vectors are three times closer to fp32's, and
-batching changes nothing (docs/decisions.md, docs/performance.md).
+value costs a reduction per row and fixes both: with every product int8 the vectors came out 2.4
+times closer to fp32's, and batching changes nothing (docs/decisions.md, docs/performance.md).
 
 Each product X·W with a weight matrix W (K×N, an initializer) but those of FP32_WEIGHTS becomes
 
