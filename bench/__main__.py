@@ -1,17 +1,18 @@
-"""`python -m bench build|query|scale|embedding|related|versus|authors|suggest|sources|update [options]`:
+"""`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|sources|update [options]`:
 see bench/README.md."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import authors, build, embedding, query, related, scale, sources, suggest, update, versus
+from bench import authors, build, embedding, phrases, query, related, scale, sources, suggest, update, versus
 
 COMMANDS = {
     "build": build.main,
     "query": query.main,
     "scale": scale.main,
     "embedding": embedding.main,
+    "phrases": phrases.main,
     "related": related.main,
     "versus": versus.main,
     "authors": authors.main,

@@ -56,6 +56,8 @@ def build(corpus: Path, directory: Path) -> int:
             abstract=abstract,
             title_exact=title,
             abstract_exact=abstract,
+            title_pairs=title,
+            abstract_pairs=abstract,
             author=" ; ".join(authors),
             subject="\n".join(subjects),
             year=year,

@@ -85,10 +85,13 @@ def _add(writer: SegmentWriter, papers: Iterable[tuple[Paper, int]], progress: P
 
 
 def document(paper: Paper) -> dict[str, Any]:
-    """The fields Whoosh indexes for a paper (`live_statistics` analyses them again for deleted papers)."""
+    """The fields Whoosh indexes for a paper (`live_statistics` analyses the scored ones again for
+    deleted papers; the word pairs only say which papers hold a phrase)."""
     return {
         **paper.stored(),
         **indexed_text(paper),
+        "title_pairs": paper.title,
+        "abstract_pairs": paper.abstract,
         "facet_year": _column_list([] if paper.year is None else [paper.year]),
         "facet_subject": _column_list(paper.subjects),
         "facet_author": _column_list(paper.authors),

@@ -23,13 +23,18 @@ from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS
 
 # The same text unstemmed, for exact phrases, wildcards and spelling suggestions.
 EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
+# Each unstemmed field's adjacent word pairs, as one term each ("machine translation"): a phrase's
+# papers are those holding its pairs (whoosh/phrases.py), found without reading positions.
+PAIR_FIELDS = {"title_exact": "title_pairs", "abstract_exact": "abstract_pairs"}
+PAIR_SEPARATOR = " "  # never inside a word: the tokenizer splits at spaces
 
 # Facet name → the column holding each paper's exact values (a JSON list, so any
 # character, commas included, can be part of a value).
 FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author"}
 
-# 8: ids in a column (doc_order.py), no oldest-rank column; 7: stored `identifiers` (arXiv id, DOI, URL)
-SCHEMA_VERSION = 8
+# 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids in a column (doc_order.py), no oldest-rank
+# column; 7: stored `identifiers` (arXiv id, DOI, URL)
+SCHEMA_VERSION = 9
 
 
 class SnowballStemFilter(Filter):
@@ -88,6 +93,25 @@ def unstemmed_analyzer() -> Analyzer:
     return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map)
 
 
+class WordPairs(Filter):
+    """Each two adjacent words as one token, joined by PAIR_SEPARATOR. Whoosh's BiWordFilter does
+    the same but fails on a field without words (an empty abstract) and keeps a lone word."""
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        previous = None
+        for token in tokens:
+            text = token.text
+            if previous is not None:
+                token.text = previous + PAIR_SEPARATOR + text
+                yield token
+            previous = text
+
+
+def pair_analyzer() -> Analyzer:
+    """The unstemmed words' adjacent pairs: a phrase's papers without reading positions."""
+    return unstemmed_analyzer() | WordPairs()
+
+
 def value_analyzer() -> Analyzer:
     """Each line one whole case- and accent-folded value: a subject such as "cs.LG"."""
     return RegexTokenizer(r"[^\s](?:[^\n]*[^\s])?") | LowercaseFilter() | CharsetFilter(accent_map)
@@ -100,6 +124,8 @@ def build_schema() -> Schema:
         abstract=TEXT(analyzer=text_analyzer(), stored=True, phrase=True),
         title_exact=TEXT(analyzer=unstemmed_analyzer(), phrase=True),
         abstract_exact=TEXT(analyzer=unstemmed_analyzer(), phrase=True),
+        title_pairs=TEXT(analyzer=pair_analyzer(), phrase=False),
+        abstract_pairs=TEXT(analyzer=pair_analyzer(), phrase=False),
         author=TEXT(analyzer=unstemmed_analyzer(), phrase=True),
         subject=TEXT(analyzer=value_analyzer(), phrase=False),
         year=NUMERIC(int, bits=32, stored=True, signed=False),

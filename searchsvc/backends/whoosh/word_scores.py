@@ -13,21 +13,31 @@ results (tests/unit/backends/whoosh/test_word_scores.py).
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from whoosh import query
-from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+from whoosh import columns, query
+from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher, _lenfield
 from whoosh.query import Query
 from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
 from searchsvc.backends import bm25f
 from searchsvc.backends.whoosh.facets import Mask
-from searchsvc.backends.whoosh.querying import CompiledQuery, CoordinatedOr, Weighted, WordInFields, idf
+from searchsvc.backends.whoosh.phrases import phrase_docs
+from searchsvc.backends.whoosh.posting_blocks import headers
+from searchsvc.backends.whoosh.querying import (
+    CheckedPhrase,
+    CompiledQuery,
+    CoordinatedOr,
+    Weighted,
+    WordInFields,
+    idf,
+)
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -35,18 +45,38 @@ Ints = npt.NDArray[np.int64]
 # to this many documents, and the preloaded matcher hides its terms from the coordination
 # count: nested ORs of more than two words stay on Whoosh's path in such segments.
 _OR_TREE_ABOVE = 5000
+_EXACT = frozenset(EXACT_FIELDS.values())
 CACHED_POSTINGS = 8_000_000  # postings kept per generation and process: 16 bytes each, ~128 MB at most
+# A word's whole posting list is read (and cached) for its weights in some papers when these may
+# be in more than 1/_WHOLE_LIST_ABOVE of its blocks of postings: a block costs as much to read for
+# one paper as for all of its 128, and a word that common is soon asked for again. Fewer papers:
+# the blocks holding them are read alone, uncached.
+_POSTINGS_PER_BLOCK = 128
+_WHOLE_LIST_ABOVE = 4
+
+
+@dataclass(frozen=True)
+class PhraseInField:
+    """Words side by side in one unstemmed field (a quoted phrase, or one word of it): each word
+    scores BM25 of that field, as Whoosh's phrase matcher sums its words' term scores."""
+
+    field: str
+    words: tuple[bytes, ...]
+    boost: float
+
+
+Clause = WordInFields | PhraseInField
 
 
 @dataclass(frozen=True)
 class WordsPlan:
-    words: tuple[WordInFields, ...]  # every word occurrence the score adds up
-    coordination: float | None  # the bonus's scale, when the words are a group
-    required: Query | None  # what a paper must match for the first tier: words under AND and OR
+    clauses: tuple[Clause, ...]  # every word occurrence and phrase the score adds up
+    coordination: float | None  # the bonus's scale, when the clauses are a group
+    required: Query | None  # what a paper must match for the first tier: clauses under AND and OR
 
 
 def plan(compiled: CompiledQuery, searcher: Searcher) -> WordsPlan | None:
-    """The query as words to score with numpy, or None if it needs Whoosh's matchers."""
+    """The query as words and phrases to score with numpy, or None if it needs Whoosh's matchers."""
     if not isinstance(compiled.scored, Weighted):
         return None
     # By the size of the collection, not of its segments: an update's small segment must not
@@ -59,44 +89,43 @@ def plan(compiled: CompiledQuery, searcher: Searcher) -> WordsPlan | None:
         parts = top.subqueries
     else:
         parts = [top]
-    words: list[WordInFields] = []
+    clauses: list[Clause] = []
     for part in parts:
-        found = _words_of_or(part, small_segments)
+        found = _clauses_of_or(part, small_segments)
         if found is None:
             return None
-        words.extend(found)
-    if compiled.required is not None and not _only_words(compiled.required):
+        clauses.extend(found)
+    if compiled.required is not None and not _only_clauses(compiled.required):
         return None
-    return WordsPlan(tuple(words), coordination, compiled.required)
+    return WordsPlan(tuple(clauses), coordination, compiled.required)
 
 
-def _words_of_or(q: Query, small_segments: bool) -> list[WordInFields] | None:
-    if isinstance(q, WordInFields):
-        return [q]
-    if type(q) is query.Or and all(isinstance(sub, WordInFields) for sub in q.subqueries):
+def _clauses_of_or(q: Query, small_segments: bool) -> list[Clause] | None:
+    if type(q) is query.Or:
         if len(q.subqueries) > 2 and small_segments:
             return None
-        return list(q.subqueries)
+        found = [_clause(sub) for sub in q.subqueries]
+        return None if None in found else found  # type: ignore[return-value]
+    clause = _clause(q)
+    return None if clause is None else [clause]
+
+
+def _clause(q: Query) -> Clause | None:
+    if isinstance(q, WordInFields):
+        return q
+    if isinstance(q, CheckedPhrase):
+        return PhraseInField(q.fieldname, tuple(word.encode("utf-8") for word in q.words), q.boost)
+    if type(q) is query.Term and q.fieldname in _EXACT:  # not CheckedTerm: wildcards stay on Whoosh's path
+        text = q.text if isinstance(q.text, bytes) else q.text.encode("utf-8")
+        return PhraseInField(q.fieldname, (text,), q.boost)
     return None
 
 
-def _only_words(q: Query) -> bool:
-    """Whether `q` is words combined by AND and OR (only which papers match it counts)."""
-    if isinstance(q, WordInFields):
+def _only_clauses(q: Query) -> bool:
+    """Whether `q` is words and phrases combined by AND and OR (only which papers match it counts)."""
+    if _clause(q) is not None:
         return True
-    return isinstance(q, query.And | query.Or) and all(_only_words(sub) for sub in q.subqueries)
-
-
-def _docs(q: Query, postings: Postings) -> Mask:
-    """The papers matching `q`, a query of which `_only_words` holds."""
-    if isinstance(q, WordInFields):
-        mask = np.zeros(postings.doc_count, dtype=bool)
-        for field in q.fields:
-            mask[postings.get(field, q.text.encode("utf-8"))[0]] = True
-        return mask
-    masks = [_docs(sub, postings) for sub in q.subqueries]
-    combine = np.logical_and if isinstance(q, query.And) else np.logical_or
-    return combine.reduce(masks) if masks else np.zeros(postings.doc_count, dtype=bool)
+    return isinstance(q, query.And | query.Or) and all(_only_clauses(sub) for sub in q.subqueries)
 
 
 class Postings:
@@ -111,6 +140,8 @@ class Postings:
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
+        self.leaves = self._leaves  # (segment reader, its first global document number)
+        self.schema = self._reader.schema
         self._lock = threading.Lock()  # a generation is shared by the threads of a process
 
     def get(self, field: str, text: bytes) -> tuple[Ints, Floats]:
@@ -150,6 +181,50 @@ class Postings:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         return np.concatenate(ids), np.concatenate(weights)
 
+    def weights_at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> Floats:
+        """`text`'s weights (its frequency) in `docs` (papers holding it, ascending), for a phrase's
+        matches: from the cached posting list, else from the blocks holding them if they are few
+        (`_WHOLE_LIST_ABOVE`), else from the whole list, then cached."""
+        with self._lock:
+            found = self._cache.get((field, text))
+        blocks = self._reader.doc_frequency(field, text) / _POSTINGS_PER_BLOCK
+        if found is None and len(docs) * _WHOLE_LIST_ABOVE < blocks:
+            return np.array([weight for weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
+        ids, weights = found if found is not None else self.get(field, text)
+        return weights[np.searchsorted(ids, docs)]
+
+    def at(
+        self, field: str, text: bytes, docs: Ints, check: Callable[[], None]
+    ) -> Iterator[tuple[float, bytes | None]]:
+        """(weight, value) of `text`'s posting in each of `docs` (papers holding it, ascending),
+        read from the posting blocks holding them only, uncached; the clock read between blocks."""
+        for reader, offset in self._leaves:
+            local = docs[(docs >= offset) & (docs < offset + reader.doc_count_all())] - offset
+            if not len(local) or (field, text) not in reader:
+                continue
+            m = reader.postings(field, text)  # deleted documents too, as _read
+            if not isinstance(m, W3LeafMatcher):  # not whoosh3 posting blocks: a posting at a time
+                for doc in local.tolist():
+                    check()
+                    m.skip_to(doc)
+                    yield m.weight(), m.value()
+                continue
+            done = 0
+            for position, largest in headers(m):
+                check()
+                last = int(np.searchsorted(local, largest, side="right"))
+                if last > done:
+                    m._goto(position)
+                    m._read_ids()
+                    m._read_weights()
+                    m._read_values()
+                    block = np.asarray(m._ids, dtype=np.int64)
+                    for at in np.searchsorted(block, local[done:last]).tolist():
+                        yield float(m._weights[at]), m._values[at]
+                    done = last
+                if done == len(local):
+                    break
+
     def lengths(self, field: str) -> Floats:
         """Each document's length in `field` as Whoosh stores it (one byte, decoded)."""
         found = self._lengths.get(field)
@@ -165,6 +240,13 @@ def _lengths(reader: IndexReader, field: str) -> Floats:
     perdoc = getattr(reader, "_perdoc", None)
     if perdoc is not None and perdoc.has_column(_lenfield(field)):
         column = perdoc.column_reader(_lenfield(field), LENGTHS_COLUMN)
+        if isinstance(column, columns.NumericColumn.Reader) and column._fixedlen == 1:
+            # One byte per document, back to back; those past the last written are 0 (the default).
+            # Read as one string: iterating the column reads 300,000 papers in 1.5 s.
+            codes = np.zeros(count, dtype=np.int64)
+            written = min(column._count, count)
+            codes[:written] = np.frombuffer(column._dbfile.get(column._basepos, written), dtype=np.uint8)
+            return bm25f.length_of_byte(codes)
         return bm25f.length_of_byte(np.fromiter(column, dtype=np.int64, count=count))
     return np.array([reader.doc_field_length(d, field, 0) or 0 for d in range(count)], dtype=np.float64)
 
@@ -180,32 +262,110 @@ def score(words_plan: WordsPlan, postings: Postings, searcher: Searcher, check: 
     """The plan's matches and scores, as Whoosh's matchers would compute them."""
     n = postings.doc_count
     total = np.zeros(n, dtype=np.float64)
-    matching = np.zeros(n, dtype=np.int64)
+    matching = np.zeros(n, dtype=np.int64)  # each paper's matched (field, word) pairs, for the coordination bonus
     matched = np.zeros(n, dtype=bool)
-    term_count = 0
-    for word in words_plan.words:
+    phrases = _PhraseMatches(postings, check)
+    for clause in words_plan.clauses:
         check()
-        text = word.text.encode("utf-8")
+        if isinstance(clause, PhraseInField):
+            docs = phrases.docs(clause)
+            total[docs] += _phrase_scores(clause, docs, postings, searcher, check)
+            matching[docs] += len(clause.words)
+            matched[docs] = True
+            continue
+        text = clause.text.encode("utf-8")
         frequency = np.zeros(n, dtype=np.float64)
         hit = np.zeros(n, dtype=bool)
-        for field, weight in word.fields.items():
+        for field, weight in clause.fields.items():
             ids, tf = postings.get(field, text)
             if not len(ids) or not searcher.doc_frequency(field, text):  # only in an update's deleted papers
                 continue
-            term_count += 1
             norm = bm25f.length_norm(postings.lengths(field)[ids], searcher.avg_field_length(field), field)
             frequency[ids] += weight * tf / norm
             hit[ids] = True
             matching[ids] += 1
         if not hit.any():
             continue
-        total[hit] += bm25f.saturated(frequency[hit], word.boost * idf(searcher, tuple(word.fields), text))
+        total[hit] += bm25f.saturated(frequency[hit], clause.boost * idf(searcher, tuple(clause.fields), text))
         matched |= hit
     if words_plan.coordination is not None:
+        term_count = _term_count(words_plan.clauses, postings, searcher)
         total[matched] = bm25f.coordinated(total[matched], matching[matched], term_count, words_plan.coordination)
     scores = bm25f.rounded(total)
-    all_words = None if words_plan.required is None else matched & _docs(words_plan.required, postings)
+    all_words = None if words_plan.required is None else matched & _docs(words_plan.required, phrases)
     return Scored(matched, scores, all_words)
+
+
+class _PhraseMatches:
+    """Each phrase's matching papers, found once per search (the all-words tier asks again)."""
+
+    def __init__(self, postings: Postings, check: Callable[[], None]) -> None:
+        self._postings = postings
+        self._check = check
+        self._found: dict[tuple[str, tuple[bytes, ...]], Ints] = {}
+
+    def docs(self, phrase: PhraseInField) -> Ints:
+        key = (phrase.field, phrase.words)
+        if key not in self._found:
+            if len(phrase.words) == 1:
+                self._found[key] = self._postings.get(phrase.field, phrase.words[0])[0]
+            else:
+                self._found[key] = phrase_docs(self._postings, phrase.field, phrase.words, self._check)
+        return self._found[key]
+
+    @property
+    def doc_count(self) -> int:
+        return self._postings.doc_count
+
+
+def _phrase_scores(
+    phrase: PhraseInField, docs: Ints, postings: Postings, searcher: Searcher, check: Callable[[], None]
+) -> Floats:
+    """Each word's BM25 in the phrase's field, summed (as Whoosh's intersection of term matchers
+    adds their LuceneBM25 scores), times the field's boost."""
+    field = phrase.field
+    norm = bm25f.length_norm(postings.lengths(field)[docs], searcher.avg_field_length(field), field)
+    part = np.zeros(len(docs), dtype=np.float64)
+    for word in phrase.words:
+        tf = postings.weights_at(field, word, docs, check)
+        part += bm25f.saturated(tf / norm, idf(searcher, (field,), word))
+    return phrase.boost * part
+
+
+def _term_count(clauses: tuple[Clause, ...], postings: Postings, searcher: Searcher) -> int:
+    """The query's (field, word) pairs in the index, as CoordinatedOr._term_count counts Whoosh's
+    term matchers: per pair, the most any segment has. A phrase has its words' matchers only in
+    segments holding all of them."""
+    most: dict[tuple[str, bytes], int] = {}
+    for reader, _ in postings.leaves:
+        counted: Counter[tuple[str, bytes]] = Counter()
+        for clause in clauses:
+            if isinstance(clause, PhraseInField):
+                terms = [(clause.field, word) for word in clause.words]
+                present = terms if all(term in reader for term in terms) else []
+            else:
+                text = clause.text.encode("utf-8")
+                present = [(field, text) for field in clause.fields if (field, text) in reader]
+            counted.update(term for term in present if searcher.doc_frequency(*term))
+        for term, count in counted.items():
+            most[term] = max(most.get(term, 0), count)
+    return sum(most.values())
+
+
+def _docs(q: Query, phrases: _PhraseMatches) -> Mask:
+    """The papers matching `q`, a query of which `_only_clauses` holds."""
+    mask = np.zeros(phrases.doc_count, dtype=bool)
+    if isinstance(q, WordInFields):
+        for field in q.fields:
+            mask[phrases.docs(PhraseInField(field, (q.text.encode("utf-8"),), 1.0))] = True
+        return mask
+    clause = _clause(q)
+    if isinstance(clause, PhraseInField):
+        mask[phrases.docs(clause)] = True
+        return mask
+    masks = [_docs(sub, phrases) for sub in q.subqueries]
+    combine = np.logical_and if isinstance(q, query.And) else np.logical_or
+    return combine.reduce(masks) if masks else mask
 
 
 def top(scores: Floats, tier: Mask, rank: Ints, low: int, high: int) -> list[tuple[int, float]]:

@@ -1,4 +1,4 @@
-"""Plain-word searches scored with numpy give exactly what Whoosh's matchers give."""
+"""Plain-word and phrase searches scored with numpy give exactly what Whoosh's matchers give."""
 
 from __future__ import annotations
 
@@ -6,12 +6,18 @@ import json
 import random
 import re
 
+import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, word_scores
+from searchsvc.backends.whoosh import WhooshBackend, phrases, word_scores
+from searchsvc.backends.whoosh.querying import QueryCompiler
+from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.model import SearchRequest
+from searchsvc.core.query import parse
+from searchsvc.ingest import updating
 from tests.helpers.indexes import build_index
 from tests.helpers.paths import SHARED_ACL
+from tests.helpers.records import write_jsonl
 
 pytestmark = pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")
 
@@ -41,6 +47,48 @@ def _queries(records: list[dict], count: int) -> list[SearchRequest]:
     return found
 
 
+def _phrase_queries(records: list[dict], count: int) -> list[SearchRequest]:
+    """Quoted runs of a title's words, alone, beside plain words, in OR, in one field; some filtered."""
+    rng = random.Random(11)
+    found = [
+        SearchRequest(q='"of the"'),
+        SearchRequest(q='"the the"'),  # a word twice: each occurrence its own position
+        SearchRequest(q='"machine translation" parsing'),
+        SearchRequest(q='"of the" "in the" machine translation', per_page=30),
+        SearchRequest(q='"neural machine translation" OR "statistical machine translation"'),
+        SearchRequest(q='title:"machine translation"'),
+        SearchRequest(q='"translation"'),  # one word: a term of the unstemmed fields
+        SearchRequest(q='"memory-efficient"'),
+        SearchRequest(q='"xyzzyq translation"'),
+        SearchRequest(q='"machine translation"', subject=("acl",), year_from=2016),
+    ]
+    while len(found) < count:
+        words = [w.strip(":,.;?!()").lower() for w in rng.choice(records)["title"].split()]
+        size = rng.choice((2, 2, 3, 4))
+        if len(words) < size:
+            continue
+        start = rng.randrange(len(words) - size + 1)
+        q = '"' + " ".join(words[start : start + size]) + '"'
+        q += rng.choice(("", "", " " + rng.choice(words), ' OR "' + " ".join(words[:2]) + '"'))
+        found.append(SearchRequest(q=q, page=rng.choice((1, 1, 2))))
+    return found
+
+
+def _compare_paths(backend: WhooshBackend, requests: list[SearchRequest], monkeypatch: pytest.MonkeyPatch) -> int:
+    """Each request's count, page, scores, facets and suggestion by the numpy path and by Whoosh's
+    matchers alone; how many took the numpy path."""
+    plan = word_scores.plan
+    planned = []
+    monkeypatch.setattr(word_scores, "plan", lambda *args: planned.append(plan(*args)) or planned[-1])
+    fast = [_view(backend, r) for r in requests]
+    monkeypatch.setattr(word_scores, "plan", lambda compiled, searcher: None)
+    slow = [_view(backend, r) for r in requests]
+    for request, a, b in zip(requests, fast, slow, strict=True):
+        assert a == b, request.q
+    assert any(a[0] for a in fast)
+    return sum(p is not None for p in planned)
+
+
 @pytest.fixture(scope="module")
 def acl_backend(tmp_path_factory: pytest.TempPathFactory) -> tuple[WhooshBackend, list[dict]]:
     work = tmp_path_factory.mktemp("word_scores")
@@ -59,24 +107,76 @@ def _view(backend: WhooshBackend, request: SearchRequest) -> tuple:
 
 def test_numpy_scores_match_whoosh_matchers(acl_backend, monkeypatch: pytest.MonkeyPatch) -> None:
     backend, records = acl_backend
-    requests = _queries(records, 80)
-    plan = word_scores.plan
-    planned = []
-    monkeypatch.setattr(word_scores, "plan", lambda *args: planned.append(plan(*args)) or planned[-1])
-    fast = [_view(backend, r) for r in requests]
-    assert sum(p is not None for p in planned) > 60
-    monkeypatch.setattr(word_scores, "plan", lambda compiled, searcher: None)
-    slow = [_view(backend, r) for r in requests]
-    for request, a, b in zip(requests, fast, slow, strict=True):
-        assert a == b, request.q
+    assert _compare_paths(backend, _queries(records, 80), monkeypatch) > 60
 
 
-def test_plain_words_take_the_numpy_path_and_phrases_do_not(acl_backend) -> None:
+def test_numpy_phrases_match_whoosh_matchers(acl_backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend, records = acl_backend
+    assert _compare_paths(backend, _phrase_queries(records, 80), monkeypatch) > 60
+
+
+@pytest.fixture(scope="module")
+def updated_backend(tmp_path_factory: pytest.TempPathFactory) -> tuple[WhooshBackend, list[dict]]:
+    """ACL records in two segments: an update replaced papers (deleted in the first segment,
+    their new versions in the second, with phrases added) and added 200."""
+    work = tmp_path_factory.mktemp("phrases_updated")
+    with SHARED_ACL.open(encoding="utf-8") as lines:
+        records = [json.loads(line) for _, line in zip(range(1200), lines, strict=False)]
+    backend = build_index(work / "index", records[:1000], semantic_ranking=False)
+    changed = [dict(r, abstract=f"{r.get('abstract') or ''} Of the machine translation.") for r in records[:100]]
+    updating.add(backend, [write_jsonl(work / "update.jsonl", changed + records[1000:])])
+    return backend, records
+
+
+def test_numpy_phrases_match_whoosh_across_segments_with_deleted_papers(
+    updated_backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend, records = updated_backend
+    gen = backend._generations.get()
+    assert len(gen.searcher.leaf_searchers()) > 1 and len(gen.order.deleted) > 50
+    requests = _phrase_queries(records, 40) + [SearchRequest(q='"of the machine translation"', per_page=50)]
+    assert _compare_paths(backend, requests, monkeypatch) > 30
+
+
+def test_phrases_read_the_clock_for_each_block_of_positions(acl_backend) -> None:
+    """Past two words a phrase's candidates (papers holding all its word pairs) have their positions
+    read: block by block, the clock read between blocks."""
+    backend, _ = acl_backend
+    postings = backend._generations.get().postings
+    words = [b"state", b"of", b"the", b"art"]
+    looks = []
+    found = phrases.phrase_docs(postings, "abstract_exact", words, lambda: looks.append(1))
+    assert len(found) > 300 and len(looks) > 40  # about 600 papers; each word's positions in 10-odd blocks
+
+    def expires_soon() -> None:
+        looks.append(1)
+        if len(looks) > 5:
+            raise SearchTimedOut("time's up")
+
+    looks.clear()
+    with pytest.raises(SearchTimedOut):
+        phrases.phrase_docs(postings, "abstract_exact", words, expires_soon)
+
+
+def test_two_word_phrases_are_their_pair_and_longer_ones_are_checked_by_position(acl_backend) -> None:
     backend, _ = acl_backend
     gen = backend._generations.get()
-    from searchsvc.backends.whoosh.querying import QueryCompiler
-    from searchsvc.core.query import parse
+    postings = gen.postings
+    pair = postings.get("abstract_pairs", b"machine translation")[0]
+    assert len(pair) > 100
+    never = lambda: pytest.fail("two words read no positions")  # noqa: E731
+    found = phrases.phrase_docs(postings, "abstract_exact", [b"machine", b"translation"], never)
+    assert found.tolist() == pair.tolist()
+    of_the, the_model = (postings.get("abstract_pairs", pair)[0] for pair in (b"of the", b"the model"))
+    holding_pairs = np.intersect1d(of_the, the_model)
+    found = phrases.phrase_docs(postings, "abstract_exact", [b"of", b"the", b"model"], lambda: None)
+    assert 0 < len(found) < len(holding_pairs)  # "of the data … the model" holds both pairs, not the phrase
+    assert np.isin(found, holding_pairs).all()
 
+
+def test_words_and_phrases_take_the_numpy_path_and_others_do_not(acl_backend) -> None:
+    backend, _ = acl_backend
+    gen = backend._generations.get()
     compiler = QueryCompiler(gen.searcher.reader(), 300)
     for q in (
         "translation",
@@ -84,9 +184,11 @@ def test_plain_words_take_the_numpy_path_and_phrases_do_not(acl_backend) -> None
         "memory-efficient models",
         "a (pasted) sentence: yes",
         "title:parsing",
+        '"machine translation"',
+        '"machine translation" parsing models',
     ):
         assert word_scores.plan(compiler.compile(parse(q)), gen.searcher) is not None, q
-    for q in ('"machine translation"', "transl*", "neural -translation", "parsing year:2016", "a OR b"):
+    for q in ("transl*", "neural -translation", "parsing year:2016", "a OR b", '"a b" AND parsing', '"a b" OR "c d"'):
         assert word_scores.plan(compiler.compile(parse(q)), gen.searcher) is None, q
 
 

@@ -1,0 +1,101 @@
+"""Where a phrase's words stand side by side, found over whole posting lists with numpy.
+
+Whoosh's phrase matcher (SpanNear2) lines up the words' position lists in Python, one paper at
+a time, for every paper holding all the words: for `"of the"` that is most of the collection,
+and phrases were the slowest kind of search at 300,000 papers (docs/performance.md). Here a
+phrase's papers come from its word pairs, indexed as terms (schema.PAIR_FIELDS, as
+Elasticsearch's `index_phrases`): for two words one posting list, read as an array
+(word_scores.Postings); for more, the papers holding every pair, and only their positions are
+decoded to test the words' adjacency, for all of them at once. word_scores scores the matches as
+Whoosh does; both paths are tested to agree (tests/unit/backends/whoosh/test_word_scores.py).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from functools import reduce
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from searchsvc.backends.whoosh.schema import PAIR_FIELDS, PAIR_SEPARATOR
+
+if TYPE_CHECKING:
+    from searchsvc.backends.whoosh.word_scores import Postings
+
+Ints = npt.NDArray[np.int64]
+_STRIDE = np.int64(1) << 32  # a position's key is candidate index × _STRIDE + position: above any field's length
+_COUNT_BYTES = 4  # a Positions value: the count as a 4-byte integer, then the pickled position deltas
+_NONE = np.empty(0, dtype=np.int64)
+_SEPARATOR = PAIR_SEPARATOR.encode("utf-8")
+
+
+def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: Callable[[], None]) -> Ints:
+    """The papers (global document numbers, ascending) where `words` stand in this order, side by
+    side, in `field`: as Whoosh's SpanNear2 with slop 1, ordered, the words' positions p, p+1, …
+
+    Where the field has its word pairs indexed, the papers holding every pair of the phrase are
+    the candidates (for two words, the answer); otherwise those holding every word."""
+    pairs = PAIR_FIELDS.get(field)
+    by_pairs = pairs is not None and pairs in postings.schema and len(words) > 1
+    if by_pairs:
+        joined = [words[n] + _SEPARATOR + words[n + 1] for n in range(len(words) - 1)]
+        id_lists = [postings.get(pairs, pair)[0] for pair in joined]  # type: ignore[arg-type]
+    else:
+        id_lists = [postings.get(field, word)[0] for word in words]
+    if any(not len(ids) for ids in id_lists):
+        return _NONE
+    candidates = reduce(lambda a, b: np.intersect1d(a, b, assume_unique=True), sorted(id_lists, key=len))
+    if by_pairs and len(words) == 2:
+        return candidates
+    return _adjacent(postings, field, words, candidates, check)
+
+
+def _adjacent(
+    postings: Postings, field: str, words: Sequence[bytes], candidates: Ints, check: Callable[[], None]
+) -> Ints:
+    """The candidates where the words stand side by side, from their positions."""
+    decoded: dict[bytes, Ints] = {}
+    kept: Ints | None = None
+    for offset, word in enumerate(words):
+        check()
+        if word not in decoded:
+            counts, positions = read_positions(postings, field, word, candidates, check)
+            decoded[word] = np.repeat(np.arange(len(candidates), dtype=np.int64) * _STRIDE, counts) + positions
+        keys = decoded[word] - offset  # the position the phrase would start at; ascending, as the keys are
+        if kept is None:
+            kept = keys
+        else:
+            at = np.minimum(np.searchsorted(keys, kept), len(keys) - 1)
+            kept = kept[keys[at] == kept] if len(keys) else _NONE
+        if not len(kept):
+            return _NONE
+    assert kept is not None
+    return candidates[np.unique(kept // _STRIDE)]
+
+
+def read_positions(
+    postings: Postings, field: str, word: bytes, docs: Ints, check: Callable[[], None]
+) -> tuple[Ints, Ints]:
+    """`word`'s positions in each of `docs` (papers holding it, ascending): how many in each, and
+    all of them in order."""
+    counts: list[int] = []
+    deltas: list[int] = []
+    for _weight, value in postings.at(field, word, docs, check):
+        assert value is not None  # a field with positions has a value in every posting
+        _decode(value, counts, deltas)
+    if not counts:
+        return _NONE, _NONE
+    count_array = np.array(counts, dtype=np.int64)
+    positions = np.cumsum(np.array(deltas, dtype=np.int64))  # each paper's deltas start from 0: restart the sum
+    before = np.concatenate(([0], positions[np.cumsum(count_array)[:-1] - 1]))
+    return count_array, positions - np.repeat(before, count_array)
+
+
+def _decode(value: bytes, counts: list[int], deltas: list[int]) -> None:
+    """One posting's positions as Whoosh's Positions format writes them (formats.Positions.encode)."""
+    found = pickle.loads(value[_COUNT_BYTES:] if value.endswith(b".") else value[_COUNT_BYTES:] + b".")  # noqa: S301 - Whoosh's own encoding of its own files, which it unpickles too
+    counts.append(len(found))
+    deltas.extend(found)
