@@ -4,8 +4,10 @@ A whoosh3 posting list is a run of blocks of up to 128 postings, each a length, 
 header (postings, the largest document number, …) and the compressed postings. Whoosh finds a
 document by stepping from header to header, and each step reads the header through its Python
 file layers: ~45 µs, 100 ms for a word in most of 300,000 abstracts, paid on every search for a
-phrase's matches of that word. Here each header is one read of bytes and one C unpickle, ~10×
-less; the blocks holding a wanted document are then read by Whoosh's own matcher.
+phrase's matches of that word. Here each header is one read of bytes and one C unpickle (13 µs
+measured at 300,000 papers); the blocks holding a wanted document are then read by Whoosh's own
+matcher. The layout is whoosh-reloaded 2.7.5's (`codec/whoosh3.py`), the version pyproject.toml
+pins; the tests compare every result with Whoosh's own matchers.
 """
 
 from __future__ import annotations

@@ -134,13 +134,12 @@ class Postings:
     def __init__(self, searcher: Searcher, limit: int = CACHED_POSTINGS) -> None:
         self._searcher = searcher
         self._reader = searcher.reader()
-        self._leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]
+        self.leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]  # (segment, first doc)
         self._cache: OrderedDict[tuple[str, bytes], tuple[Ints, Floats]] = OrderedDict()
         self._cached = 0
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
-        self.leaves = self._leaves  # (segment reader, its first global document number)
         self.schema = self._reader.schema
         self._lock = threading.Lock()  # a generation is shared by the threads of a process
 
@@ -162,7 +161,7 @@ class Postings:
     def _read(self, field: str, text: bytes) -> tuple[Ints, Floats]:
         ids: list[Ints] = []
         weights: list[Floats] = []
-        for reader, offset in self._leaves:
+        for reader, offset in self.leaves:
             if (field, text) not in reader:
                 continue
             m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
@@ -198,7 +197,7 @@ class Postings:
     ) -> Iterator[tuple[float, bytes | None]]:
         """(weight, value) of `text`'s posting in each of `docs` (papers holding it, ascending),
         read from the posting blocks holding them only, uncached; the clock read between blocks."""
-        for reader, offset in self._leaves:
+        for reader, offset in self.leaves:
             local = docs[(docs >= offset) & (docs < offset + reader.doc_count_all())] - offset
             if not len(local) or (field, text) not in reader:
                 continue
@@ -229,7 +228,7 @@ class Postings:
         """Each document's length in `field` as Whoosh stores it (one byte, decoded)."""
         found = self._lengths.get(field)
         if found is None:
-            parts = [_lengths(reader, field) for reader, _ in self._leaves]
+            parts = [_lengths(reader, field) for reader, _ in self.leaves]
             found = self._lengths[field] = np.concatenate(parts) if parts else np.empty(0)
         return found
 
@@ -300,7 +299,7 @@ class _PhraseMatches:
     """Each phrase's matching papers, found once per search (the all-words tier asks again)."""
 
     def __init__(self, postings: Postings, check: Callable[[], None]) -> None:
-        self._postings = postings
+        self.postings = postings
         self._check = check
         self._found: dict[tuple[str, tuple[bytes, ...]], Ints] = {}
 
@@ -308,14 +307,10 @@ class _PhraseMatches:
         key = (phrase.field, phrase.words)
         if key not in self._found:
             if len(phrase.words) == 1:
-                self._found[key] = self._postings.get(phrase.field, phrase.words[0])[0]
+                self._found[key] = self.postings.get(phrase.field, phrase.words[0])[0]
             else:
-                self._found[key] = phrase_docs(self._postings, phrase.field, phrase.words, self._check)
+                self._found[key] = phrase_docs(self.postings, phrase.field, phrase.words, self._check)
         return self._found[key]
-
-    @property
-    def doc_count(self) -> int:
-        return self._postings.doc_count
 
 
 def _phrase_scores(
@@ -354,10 +349,10 @@ def _term_count(clauses: tuple[Clause, ...], postings: Postings, searcher: Searc
 
 def _docs(q: Query, phrases: _PhraseMatches) -> Mask:
     """The papers matching `q`, a query of which `_only_clauses` holds."""
-    mask = np.zeros(phrases.doc_count, dtype=bool)
+    mask = np.zeros(phrases.postings.doc_count, dtype=bool)
     if isinstance(q, WordInFields):
         for field in q.fields:
-            mask[phrases.docs(PhraseInField(field, (q.text.encode("utf-8"),), 1.0))] = True
+            mask[phrases.postings.get(field, q.text.encode("utf-8"))[0]] = True
         return mask
     clause = _clause(q)
     if isinstance(clause, PhraseInField):
