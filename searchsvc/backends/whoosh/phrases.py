@@ -25,7 +25,7 @@ from searchsvc.backends.whoosh.schema import PAIR_FIELDS, PAIR_SEPARATOR
 if TYPE_CHECKING:
     from searchsvc.backends.whoosh.word_scores import Postings
 
-Ints = npt.NDArray[np.int64]
+Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
 _STRIDE = np.int64(1) << 32  # a position's key is candidate index × _STRIDE + position: above any field's length
 _COUNT_BYTES = 4  # a Positions value: the count as a 4-byte integer, then the pickled position deltas
 _NONE = np.empty(0, dtype=np.int64)

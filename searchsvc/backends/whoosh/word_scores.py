@@ -41,12 +41,17 @@ from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
+PostingIds = npt.NDArray[np.int32]
+PostingWeights = npt.NDArray[np.float32]
 # Whoosh's Or preloads its matches instead of building a tree of unions in segments of up
 # to this many documents, and the preloaded matcher hides its terms from the coordination
 # count: nested ORs of more than two words stay on Whoosh's path in such segments.
 _OR_TREE_ABOVE = 5000
 _EXACT = frozenset(EXACT_FIELDS.values())
-CACHED_POSTINGS = 8_000_000  # postings kept per generation and process: 16 bytes each, ~128 MB at most
+# Postings kept per generation and process, 8 bytes each (int32 document numbers, float32 weights:
+# Whoosh's own types), ~128 MB at most. Phrases read the unstemmed fields' lists of common words
+# too (`"of the"`), so at 300,000 papers half as many would evict the lists sentences reread.
+CACHED_POSTINGS = 16_000_000
 # A word's whole posting list is read (and cached) for its weights in some papers when these may
 # be in more than 1/_WHOLE_LIST_ABOVE of its blocks of postings: a block costs as much to read for
 # one paper as for all of its 128, and a word that common is soon asked for again. Fewer papers:
@@ -129,13 +134,16 @@ def _only_clauses(q: Query) -> bool:
 
 
 class Postings:
-    """Posting lists of one generation as arrays (global document numbers, weights), cached."""
+    """Posting lists of one generation as arrays (global document numbers, weights), cached.
+
+    Whoosh stores a weight as a float32 (a word's frequency, times 1.0 here): kept as one, it is
+    exact, and products with the field weights (4.0, 1.0) are too."""
 
     def __init__(self, searcher: Searcher, limit: int = CACHED_POSTINGS) -> None:
         self._searcher = searcher
         self._reader = searcher.reader()
         self.leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]  # (segment, first doc)
-        self._cache: OrderedDict[tuple[str, bytes], tuple[Ints, Floats]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, bytes], tuple[PostingIds, PostingWeights]] = OrderedDict()
         self._cached = 0
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
@@ -143,7 +151,7 @@ class Postings:
         self.schema = self._reader.schema
         self._lock = threading.Lock()  # a generation is shared by the threads of a process
 
-    def get(self, field: str, text: bytes) -> tuple[Ints, Floats]:
+    def get(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
         key = (field, text)
         with self._lock:
             found = self._cache.get(key)
@@ -158,7 +166,7 @@ class Postings:
                 self._cached -= len(ids)
             return found
 
-    def _read(self, field: str, text: bytes) -> tuple[Ints, Floats]:
+    def _read(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
         ids: list[Ints] = []
         weights: list[Floats] = []
         for reader, offset in self.leaves:
@@ -177,8 +185,8 @@ class Postings:
                     weights.append(np.array([m.weight()], dtype=np.float64))
                     m.next()
         if not ids:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        return np.concatenate(ids), np.concatenate(weights)
+            return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
+        return np.concatenate(ids).astype(np.int32), np.concatenate(weights).astype(np.float32)
 
     def weights_at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> Floats:
         """`text`'s weights (its frequency) in `docs` (papers holding it, ascending), for a phrase's
