@@ -330,7 +330,7 @@ def test_a_full_disk_fails_the_rebuild_cleanly_and_the_index_keeps_serving(tmp_p
             words = " ".join(f"w{number}x{k}" for k in range(150))
             stream.write(json.dumps({"id": f"n{number}", "title": f"Paper {number}", "abstract": words}) + "\n")
 
-    with small_tmpfs("3m") as disk:
+    with small_tmpfs("5m") as disk:  # room for two generations of the seeds (~1.6 MB each), not for `many`
         index_dir = disk / "index"
         published = rebuild_index(index_dir, SEEDS)
 

@@ -194,6 +194,8 @@ class Postings:
         (`_WHOLE_LIST_ABOVE`), else from the whole list, then cached."""
         with self._lock:
             found = self._cache.get((field, text))
+            if found is not None:
+                self._cache.move_to_end((field, text))  # as `get`: the least recently asked for goes first
         blocks = self._reader.doc_frequency(field, text) / _POSTINGS_PER_BLOCK
         if found is None and len(docs) * _WHOLE_LIST_ABOVE < blocks:
             return np.array([weight for weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
