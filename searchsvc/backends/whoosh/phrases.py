@@ -38,8 +38,10 @@ def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: C
 
     Where the field has its word pairs indexed, the papers holding every pair of the phrase are
     the candidates (for two words, the answer); otherwise those holding every word."""
+    if len(words) == 1:  # a word alone: where it is
+        return postings.get(field, words[0])[0]
     pairs = PAIR_FIELDS.get(field)
-    by_pairs = pairs is not None and pairs in postings.schema and len(words) > 1
+    by_pairs = pairs is not None and pairs in postings.schema
     if by_pairs:
         joined = [words[n] + _SEPARATOR + words[n + 1] for n in range(len(words) - 1)]
         id_lists = [postings.get(pairs, pair)[0] for pair in joined]  # type: ignore[arg-type]
@@ -62,7 +64,7 @@ def _adjacent(
     for offset, word in enumerate(words):
         check()
         if word not in decoded:
-            counts, positions = read_positions(postings, field, word, candidates, check)
+            counts, positions = _read_positions(postings, field, word, candidates, check)
             decoded[word] = np.repeat(np.arange(len(candidates), dtype=np.int64) * _STRIDE, counts) + positions
         keys = decoded[word] - offset  # the position the phrase would start at; ascending, as the keys are
         if kept is None:
@@ -76,7 +78,7 @@ def _adjacent(
     return candidates[np.unique(kept // _STRIDE)]
 
 
-def read_positions(
+def _read_positions(
     postings: Postings, field: str, word: bytes, docs: Ints, check: Callable[[], None]
 ) -> tuple[Ints, Ints]:
     """`word`'s positions in each of `docs` (papers holding it, ascending): how many in each, and

@@ -154,9 +154,8 @@ class Postings:
     def get(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
         key = (field, text)
         with self._lock:
-            found = self._cache.get(key)
+            found = self._recent(key)
             if found is not None:
-                self._cache.move_to_end(key)
                 return found
             found = self._read(field, text)
             self._cache[key] = found
@@ -166,6 +165,13 @@ class Postings:
                 self._cached -= len(ids)
             return found
 
+    def _recent(self, key: tuple[str, bytes]) -> tuple[PostingIds, PostingWeights] | None:
+        """The cached list, made the most recently used (the caller holds the lock)."""
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+        return found
+
     def _read(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
         ids: list[Ints] = []
         weights: list[Floats] = []
@@ -174,7 +180,7 @@ class Postings:
                 continue
             m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
             while m.is_active():
-                if hasattr(m, "_read_ids"):  # whoosh3 posting blocks: a block at a time
+                if isinstance(m, W3LeafMatcher):  # whoosh3 posting blocks: a block at a time
                     m._read_ids()
                     m._read_weights()
                     ids.append(np.asarray(m._ids, dtype=np.int64)[m._i :] + offset)
@@ -193,13 +199,13 @@ class Postings:
         matches: from the cached posting list, else from the blocks holding them if they are few
         (`_WHOLE_LIST_ABOVE`), else from the whole list, then cached."""
         with self._lock:
-            found = self._cache.get((field, text))
-            if found is not None:
-                self._cache.move_to_end((field, text))  # as `get`: the least recently asked for goes first
-        blocks = self._reader.doc_frequency(field, text) / _POSTINGS_PER_BLOCK
-        if found is None and len(docs) * _WHOLE_LIST_ABOVE < blocks:
-            return np.array([weight for weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
-        ids, weights = found if found is not None else self.get(field, text)
+            found = self._recent((field, text))
+        if found is None:
+            blocks = self._reader.doc_frequency(field, text) / _POSTINGS_PER_BLOCK
+            if len(docs) * _WHOLE_LIST_ABOVE < blocks:
+                return np.array([weight for weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
+            found = self.get(field, text)
+        ids, weights = found
         return weights[np.searchsorted(ids, docs)]
 
     def at(
@@ -316,10 +322,7 @@ class _PhraseMatches:
     def docs(self, phrase: PhraseInField) -> Ints:
         key = (phrase.field, phrase.words)
         if key not in self._found:
-            if len(phrase.words) == 1:
-                self._found[key] = self.postings.get(phrase.field, phrase.words[0])[0]
-            else:
-                self._found[key] = phrase_docs(self.postings, phrase.field, phrase.words, self._check)
+            self._found[key] = phrase_docs(self.postings, phrase.field, phrase.words, self._check)
         return self._found[key]
 
 
