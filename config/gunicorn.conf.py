@@ -43,7 +43,8 @@ if _settings.metrics and _settings.metrics_bind:
 # a synchronous worker waits on one client at a time, so two sockets that send nothing stop
 # the service. Here each connection costs a greenlet. A search never waits on a socket, so it
 # pauses every 20 ms of its work (post_worker_init) to let the worker's other connections
-# move, and searches of one worker take turns at its Whoosh searcher (docs/decisions.md).
+# move, and searches of one worker take turns at its Whoosh searcher, handing the turn on in
+# each pause (docs/decisions.md).
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 worker_class = "gevent"
 worker_connections = 1000  # open connections per worker, idle ones included

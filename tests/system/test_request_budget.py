@@ -7,10 +7,10 @@ an author lookup) once held a worker for 15–23 s, and two at once took the ser
 The ACL index is built once for the module with the CLI, ranking by meaning off (embedding
 29,580 papers would take most of an hour; this test is about lexical work). The server runs
 with a 2 s limit so the test is quick, and the Procfile's two workers: four clients keep both
-busy, so each worker's gevent loop holds one search computing and one waiting its turn, and
-/healthz must still be answered at once (a search pauses every 20 ms for the worker's other
-connections: core/deadline.py). Before that, a /healthz accepted by a busy worker waited
-for the whole 2 s search.
+busy, so each worker's gevent loop holds two searches taking turns, and /healthz must still
+be answered at once (a search pauses every 20 ms for the worker's other connections and hands
+its turn on: core/deadline.py). Before that, a /healthz accepted by a busy worker waited for
+the whole 2 s search, and later a cheap page waited out a wildcard search's whole limit.
 """
 
 from __future__ import annotations

@@ -53,11 +53,14 @@ _R = TypeVar("_R")
 
 
 def _in_turn(method: Callable[Concatenate[WhooshBackend, _P], _R]) -> Callable[Concatenate[WhooshBackend, _P], _R]:
-    """The method reads the served generation alone, waiting its turn within the request's limit.
+    """The method reads the served generation alone between its pauses, waiting its turn within
+    the request's limit.
 
-    Under gevent a search pauses at its deadline checks (core.deadline) so the worker's other
-    connections move; another search must not read the same searcher, or swap the generation
-    from under it, meanwhile. Without pauses (sync workers, the CLI) the lock is never contended.
+    Whoosh reads a file as a seek then a read, so two threads must not read one searcher at
+    once. Under gevent a search pauses at its deadline checks (core.deadline) so the worker's
+    other connections move, and hands the turn on meanwhile: a pause falls between two reads,
+    so the next search reads the same files safely, and a cheap search is not held up for the
+    whole limit of a costly one. Without pauses (sync workers, the CLI) the lock is never contended.
     """
 
     @wraps(method)

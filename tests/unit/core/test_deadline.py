@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Iterator
@@ -65,3 +66,49 @@ def test_a_turn_waits_for_the_lock_no_longer_than_the_limit() -> None:
         pytest.fail("ran without the lock")
     assert 0.04 <= time.monotonic() - started < 5  # it waited about its 50 ms, then gave up
     lock.release()
+
+
+def test_a_pause_hands_the_turn_on_and_takes_it_back(pauses: list[float]) -> None:
+    lock = threading.Lock()
+    held_in_pauses: list[bool] = []
+    pause_searches_with(lambda: held_in_pauses.append(lock.locked()))
+    now = [0.0]
+    deadline = Deadline(1000, clock=lambda: now[0])
+    with deadline.turn(lock):
+        for step in range(10):
+            now[0] = step * PAUSE_EVERY_S
+            deadline.check()
+            assert lock.locked()  # the search goes on holding its turn
+    assert held_in_pauses and not any(held_in_pauses)  # free for another search in every pause
+    assert not lock.locked()
+
+
+def test_a_turn_not_given_back_before_the_limit_ends_the_search_without_releasing_the_others_turn(
+    pauses: list[float],
+) -> None:
+    lock = threading.Lock()
+    now = [0.0]
+
+    taken: list[bool] = []
+
+    def another_search_takes_the_turn_past_our_limit() -> None:
+        taken.append(lock.acquire(blocking=False))
+        now[0] = 2.0
+
+    pause_searches_with(another_search_takes_the_turn_past_our_limit)
+    deadline = Deadline(1000, clock=lambda: now[0])
+    with pytest.raises(SearchTimedOut), deadline.turn(lock):
+        now[0] = PAUSE_EVERY_S
+        deadline.check()
+        pytest.fail("went on without its turn")
+    assert taken == [True] and lock.locked()  # the other search's, and still held
+    lock.release()
+
+
+def test_a_copy_of_what_holds_the_deadline_shares_it_and_its_turn() -> None:
+    """Whoosh deep-copies a query as it normalizes it; a phrase holds the request's deadline."""
+    lock = threading.Lock()
+    deadline = Deadline(1000)
+    with deadline.turn(lock):
+        holder = {"deadline": deadline}
+        assert copy.deepcopy(holder)["deadline"] is deadline

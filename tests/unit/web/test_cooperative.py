@@ -12,6 +12,7 @@ from searchsvc.web.cooperative import pause_searches_for_other_connections
 
 gevent = pytest.importorskip("gevent")
 gevent_socket = pytest.importorskip("gevent.socket")
+gevent_thread = pytest.importorskip("gevent.thread")
 
 pytestmark = pytest.mark.reliability
 
@@ -51,3 +52,25 @@ def test_a_connection_ready_to_read_is_served_while_a_search_computes(pausing: N
     server.close()
     assert finished["other"] < finished["search"]
     assert finished["other"] - started < 0.25  # served within a few pauses, not after the search
+
+
+def test_a_cheap_search_runs_in_the_pauses_of_a_costly_one_it_shares_a_turn_with(pausing: None) -> None:
+    """Searches of one worker take turns at its searcher (a gevent worker's patched lock); a
+    search queued behind a costly one must not wait out the costly one's limit (CI saw a
+    22 ms page answer 503 after 2.29 s behind a wildcard search)."""
+    turn = gevent_thread.allocate_lock()  # what threading.Lock() gives in a gevent worker
+    finished: list[str] = []
+
+    def search(name: str, seconds: float) -> None:
+        deadline = Deadline(5000)
+        with deadline.turn(turn):
+            ends = time.monotonic() + seconds
+            while time.monotonic() < ends:
+                deadline.check()
+        finished.append(name)
+
+    costly = gevent.spawn(search, "costly", 0.5)
+    gevent.sleep(0)  # the costly search holds the turn
+    cheap = gevent.spawn(search, "cheap", 0.01)
+    gevent.joinall([costly, cheap], timeout=10)
+    assert finished == ["cheap", "costly"]
