@@ -24,6 +24,7 @@ from searchsvc.backends.whoosh.indexing import indexed_text
 from searchsvc.core.paper import Paper
 
 DELETED_FILE = "deleted-statistics.json"
+REMEMBERED_FREQUENCIES = 100_000  # (field, word) pairs a searcher keeps the document frequency of
 
 
 @dataclass
@@ -124,11 +125,20 @@ class LiveSearcher(Searcher):
         self.deleted = deleted if deleted is not None else (parent.deleted if parent else Contribution())
         super().__init__(reader, **kwargs)
         self.doc_frequency = self._doc_frequency  # Searcher copies the reader's onto the instance
+        self._frequencies: dict[tuple[str, bytes], int] = {}
 
     def _doc_frequency(self, fieldname: str, text: bytes | str) -> int:
-        raw = self.ixreader.doc_frequency(fieldname, text)
+        """Remembered: scoring asks for each query word's a few times, and a lookup reads every
+        segment's term index (13 ms of a 73 ms pasted sentence on the ACL records)."""
         term = text.encode("utf-8") if isinstance(text, str) else text
-        return raw - self.deleted.documents.get((fieldname, term), 0)
+        key = (fieldname, term)
+        found = self._frequencies.get(key)
+        if found is None:
+            if len(self._frequencies) >= REMEMBERED_FREQUENCIES:
+                self._frequencies.clear()  # a bound whatever words clients send
+            found = self.ixreader.doc_frequency(fieldname, term) - self.deleted.documents.get(key, 0)
+            self._frequencies[key] = found
+        return found
 
     def field_length(self, fieldname: str) -> int:
         if self.has_parent():

@@ -289,26 +289,35 @@ def score(words_plan: WordsPlan, postings: Postings, searcher: Searcher, check: 
             matched[docs] = True
             continue
         text = clause.text.encode("utf-8")
-        frequency = np.zeros(n, dtype=np.float64)
-        hit = np.zeros(n, dtype=bool)
+        in_fields: list[tuple[Ints, Floats]] = []
         for field, weight in clause.fields.items():
             ids, tf = postings.get(field, text)
             if not len(ids) or not searcher.doc_frequency(field, text):  # only in an update's deleted papers
                 continue
             norm = bm25f.length_norm(postings.lengths(field)[ids], searcher.avg_field_length(field), field)
-            frequency[ids] += weight * tf / norm
-            hit[ids] = True
+            in_fields.append((ids, weight * tf / norm))
             matching[ids] += 1
-        if not hit.any():
+        if not in_fields:
             continue
-        total[hit] += bm25f.saturated(frequency[hit], clause.boost * idf(searcher, tuple(clause.fields), text))
-        matched |= hit
+        hit, frequency = _summed(in_fields)
+        total[hit] += bm25f.saturated(frequency, clause.boost * idf(searcher, tuple(clause.fields), text))
+        matched[hit] = True
     if words_plan.coordination is not None:
         term_count = _term_count(words_plan.clauses, postings, searcher)
         total[matched] = bm25f.coordinated(total[matched], matching[matched], term_count, words_plan.coordination)
     scores = bm25f.rounded(total)
     all_words = None if words_plan.required is None else matched & _docs(words_plan.required, phrases)
     return Scored(matched, scores, all_words)
+
+
+def _summed(in_fields: list[tuple[Ints, Floats]]) -> tuple[Ints, Floats]:
+    """The papers holding a word in any field, and its field-weighted frequencies summed per paper
+    in field order (as adding them into a zeroed array would). Sparse: arrays the size of the
+    collection cost ~2 ms a word at 300,000 papers even for a rare word."""
+    if len(in_fields) == 1:
+        return in_fields[0]
+    papers, where = np.unique(np.concatenate([ids for ids, _ in in_fields]), return_inverse=True)
+    return papers, np.bincount(where, weights=np.concatenate([part for _, part in in_fields]))
 
 
 class _PhraseMatches:
