@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
+from searchsvc.backends.whoosh import live_statistics
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import catalogue_key
@@ -71,3 +74,20 @@ def test_doc_order_is_the_catalogue_order_of_the_live_papers(make_index: MakeInd
     assert gen.order.by_newest.tolist() == newest and gen.order.by_oldest.tolist() == oldest
     assert gen.order.rank[newest].tolist() == list(range(len(newest)))
     assert len(stored) == 39 and not gen.order.live.all()  # the replaced and the removed paper are deleted
+
+
+def test_a_searcher_remembers_live_document_frequencies_within_its_bound(
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scoring asks for a word's document frequency a few times per search, so the searcher
+    remembers it: still without the deleted papers, and never more words than its bound."""
+    backend = make_index(made_up_papers("wombat", 30), semantic_ranking=False)
+    updating.remove(backend, ["wombat-03"])
+    searcher = backend._generations.get().searcher
+    monkeypatch.setattr(live_statistics, "REMEMBERED_FREQUENCIES", 3)
+    assert searcher.doc_frequency("title", "wombat") == 29
+    assert searcher.doc_frequency("title", b"wombat") == 29  # remembered, the same either way
+    for word in ("lattic", "studi", "migrat", "case", "quokka"):
+        searcher.doc_frequency("abstract", word)
+        assert len(searcher._frequencies) <= 3
+    assert searcher.doc_frequency("abstract", "quokka") == 29
