@@ -129,7 +129,7 @@ class LiveSearcher(Searcher):
 
     def _doc_frequency(self, fieldname: str, text: bytes | str) -> int:
         """Remembered: scoring asks for each query word's a few times, and a lookup reads every
-        segment's term index (13 ms of a 73 ms pasted sentence on the ACL records)."""
+        segment's term index (5 ms of a 28 ms pasted sentence on the ACL records)."""
         term = text.encode("utf-8") if isinstance(text, str) else text
         key = (fieldname, term)
         found = self._frequencies.get(key)
