@@ -88,7 +88,6 @@ def test_a_turn_not_given_back_before_the_limit_ends_the_search_without_releasin
 ) -> None:
     lock = threading.Lock()
     now = [0.0]
-
     taken: list[bool] = []
 
     def another_search_takes_the_turn_past_our_limit() -> None:
