@@ -20,6 +20,7 @@ from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidR
 from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.ingest import updating
 from searchsvc.ingest.rebuild import RebuildReport, rebuild
+from searchsvc.operations import background_embedding
 from searchsvc.settings import Settings, load_settings
 from searchsvc.web.schemas import dump_search_result, parse_search_request
 from searchsvc.write_tokens import entry_for, new_token
@@ -113,6 +114,24 @@ def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) 
     if report.missing:
         click.echo(f"error: no paper with id {', '.join(map(repr, report.missing))}", err=True)
         sys.exit(1)
+
+
+@main.command("embed")
+@index_dir_option
+def embed_command(index_dir: Path | None) -> None:
+    """Embed the published papers that have no vector yet, so they are ranked by meaning too.
+
+    Writes through the API leave this to a process of their own; run it after serving an index
+    built with ranking by meaning off, or to finish one whose embedding was stopped.
+    """
+    settings = _settings(index_dir)
+    if not settings.semantic_ranking:
+        raise click.UsageError("ranking by meaning is off (semantic_ranking): there is nothing to embed")
+    embedded = background_embedding.embed_pending(open_backend(settings), _progress_bar)
+    if embedded is None:
+        click.echo("another process is embedding this index's papers; it embeds the rest too")
+    else:
+        click.echo(f"{embedded} paper(s) embedded")
 
 
 def _print_change(report: updating.ChangeReport, as_json: bool) -> None:

@@ -194,10 +194,11 @@ class Settings:
     )
     max_write_body_bytes: int = _setting(
         256 << 10,
-        "a write request's body: its change runs in the worker that received it, which embeds every new "
-        "abstract before answering, so the change must end well inside gunicorn's 30 s worker timeout "
-        "(docs/decisions.md: 256 KiB of records took 12 s); collections go through `searchsvc rebuild`",
-        Integer(1024, 64 << 20),
+        "a write request's body: the worker that received it reads, merges and indexes its records before "
+        "answering (embedding follows in a process of its own), so the change must end well inside gunicorn's "
+        "30 s worker timeout even for title-only records (docs/decisions.md: 256 KiB of them, 11,385 records, "
+        "took 3.4 s); collections go through `searchsvc rebuild`",
+        Integer(1024, 512 << 10),
     )
 
     @property

@@ -40,6 +40,9 @@ class ChangeReport:
     seconds: float = 0.0
     embedded: int = 0
     embedding_seconds: float = 0.0
+    # "on": every paper is ranked by meaning too; "pending": its new papers are being embedded
+    # in the background (a write through the API); "off": ranking by meaning is off
+    semantic_ranking: str = "off"
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -47,8 +50,9 @@ class ChangeReport:
             f"{len(ids)} {name}" for name, ids in self._lists().items() if ids or name != "missing"
         )
         published = f"published index generation {self.generation}" if self.changed_at else "nothing to publish"
+        embedding = " (the rest in the background)" if self.semantic_ranking == "pending" else ""
         return (
-            f"{published}: {counts}; {self.records} records read, {self.embedded} embedded, "
+            f"{published}: {counts}; {self.records} records read, {self.embedded} embedded{embedding}, "
             f"{len(self.warnings)} warning(s), {self.seconds:.1f} s"
         )
 
@@ -71,9 +75,11 @@ def add(
     progress: ProgressFactory = no_progress,
     warn: Callable[[str], None] = lambda message: None,
     origin: str | None = None,
+    embed: bool = True,
 ) -> ChangeReport:
     """Merge the sources' records into the published collection and publish the papers that changed.
-    `origin` names where they came from in the manifest (default: the sources' paths)."""
+    `origin` names where they came from in the manifest (default: the sources' paths). With `embed`
+    false, the new papers are left for the caller to embed (`semantic_ranking: pending`)."""
     report = ChangeReport()
 
     def note(message: str) -> None:
@@ -87,7 +93,7 @@ def add(
         report.records = records - store.records_before
         return records
 
-    return _update(backend, merge, report, progress, {"added_from": origin or [str(s) for s in sources]})
+    return _update(backend, merge, report, progress, {"added_from": origin or [str(s) for s in sources]}, embed)
 
 
 def remove(
@@ -95,15 +101,17 @@ def remove(
     ids: Sequence[str],
     progress: ProgressFactory = no_progress,
     warn: Callable[[str], None] = lambda message: None,
+    embed: bool = True,
 ) -> ChangeReport:
-    """Remove the papers with these ids and publish; ids no paper has are reported as missing."""
+    """Remove the papers with these ids and publish; ids no paper has are reported as missing.
+    `embed` as for `add` (a removal embeds nothing, but its store drops the removed vectors)."""
     report = ChangeReport()
 
     def merge(store: MergeStore) -> int:
         report.missing = [paper_id for paper_id in dict.fromkeys(ids) if not store.remove(paper_id)]
         return store.records_before
 
-    return _update(backend, merge, report, progress, {"removed": list(ids)})
+    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed)
 
 
 def _update(
@@ -112,6 +120,7 @@ def _update(
     report: ChangeReport,
     progress: ProgressFactory,
     provenance: dict[str, Any],
+    embed: bool,
 ) -> ChangeReport:
     started = time.monotonic()
     with backend.exclusive_rebuild():
@@ -143,11 +152,22 @@ def _update(
                 report.changed_at = datetime.now(UTC).isoformat(timespec="seconds")
                 prune_collections(backend, report.generation)
         embedding_started = time.monotonic()
-        if report.changed_at:
+        if report.changed_at and embed:
             report.embedded = backend.embed(progress)
         report.embedding_seconds = time.monotonic() - embedding_started
+    report.semantic_ranking = _semantic_ranking(backend, report, embed)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _semantic_ranking(backend: Backend, report: ChangeReport, embedded: bool) -> str:
+    """Whether the papers are ranked by meaning once the change is published. Asked of the
+    backend only when nothing changed: a new generation may not be open here yet."""
+    if not backend.settings.semantic_ranking:
+        return "off"
+    if report.changed_at:
+        return "on" if embedded else "pending"
+    return str(backend.status()["semantic_ranking"])
 
 
 def _classify(store: MergeStore, report: ChangeReport) -> Change:

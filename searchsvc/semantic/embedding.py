@@ -16,7 +16,7 @@ import numpy as np
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import EncodeChunks, RebuildEncoder
-from searchsvc.semantic.store import StoredVectors, load, lookup, save
+from searchsvc.semantic.store import StoredVectors, load, lookup, save, writing
 
 CHUNK = 64  # papers embedded between two progress reports (and two looks at the checkpoint clock)
 # At most this much embedding is lost to a killed rebuild; each checkpoint rewrites the whole
@@ -33,7 +33,15 @@ def embed_new(
 ) -> int:
     """Make the store at `path` hold a vector for each of `keys` (an array of content keys,
     and nothing else); return how many had to be embedded. `text(i)` is the text of `keys[i]`;
-    `encoder(n)` gives the way to embed n texts (`selection.rebuild_encoder`)."""
+    `encoder(n)` gives the way to embed n texts (`selection.rebuild_encoder`). Waits for
+    another process writing the store (`store.writing`)."""
+    with writing(path):
+        return _embed_into(path, keys, text, encoder, progress)
+
+
+def _embed_into(
+    path: Path, keys: np.ndarray, text: Callable[[int], str], encoder: RebuildEncoder, progress: ProgressFactory
+) -> int:
     stored = load(path)
     rows, found = lookup(stored, keys)
     if found.all() and np.array_equal(keys, stored.keys):

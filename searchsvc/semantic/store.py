@@ -8,6 +8,7 @@ new one, never a mix.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
@@ -15,6 +16,8 @@ import struct
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +95,23 @@ def _problem(keys: np.ndarray, vectors: np.ndarray) -> str | None:
 
 def _empty() -> StoredVectors:
     return StoredVectors(np.empty(0, dtype=f"S{KEY_BYTES}"), np.empty((0, DIMENSIONS), dtype=np.float16))
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Hold the store at `path` for one writer, waiting for the one that has it.
+
+    A rebuild, `searchsvc add` and the background embedding after a write through the API
+    (operations/background_embedding.py) each load the store, add vectors and save it whole:
+    two at once would each save without the other's vectors. The lock is the kernel's, so a
+    killed writer's dies with it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(f"{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def save(path: Path, stored: StoredVectors) -> None:

@@ -386,6 +386,15 @@ class ChangeReportSchema(Schema):
     seconds = fields.Float(required=True)
     embedded = fields.Integer(required=True, metadata={"description": "Papers whose vectors were computed."})
     embedding_seconds = fields.Float(required=True)
+    semantic_ranking = fields.String(
+        required=True,
+        validate=validate.OneOf(("on", "pending", "off")),
+        metadata={
+            "description": "on: every paper is ranked by meaning too; pending: the change's papers are being "
+            "embedded in the background, and are ranked by their words until then (GET /readyz says when it "
+            "ends); off: ranking by meaning is off."
+        },
+    )
     warnings = fields.List(fields.String(), required=True)
 
 

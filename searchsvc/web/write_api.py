@@ -3,7 +3,9 @@
 Off unless writers are configured (web/write_auth.py). Each change takes the index's rebuild lock
 (ingest/updating.py) and publishes a new generation at once, or changes nothing; a change asked
 while another holds the lock is a 409 with Retry-After, not a wait that would hold the worker.
-Every change is logged with its writer's name, never the token.
+Every change is logged with its writer's name, never the token. A change's new papers are
+embedded in a process of its own after the answer (operations/background_embedding.py), never
+inside a request: the answer says `semantic_ranking: pending` until then.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from flask import Blueprint, Response, current_app, jsonify
 from searchsvc.core.errors import PaperNotFound, RebuildInProgress, SearchsvcError
 from searchsvc.ingest import updating
 from searchsvc.ingest.updating import ChangeReport
+from searchsvc.operations import background_embedding
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import ChangeReportSchema
 from searchsvc.web.service import service
@@ -40,7 +43,7 @@ def add_papers() -> Response:
     name = writer()
     with saved_body(service().settings) as body:
         origin = f"POST /api/papers by {name}"  # the manifest's provenance, not the temporary file's path
-        report = _change(name, lambda: updating.add(service().backend, [body], origin=origin), body)
+        report = _change(name, lambda: updating.add(service().backend, [body], origin=origin, embed=False), body)
     return _report_response(report)
 
 
@@ -56,7 +59,7 @@ def add_papers() -> Response:
 )
 def remove_paper(paper_id: str) -> Response:
     name = writer()
-    report = _change(name, lambda: updating.remove(service().backend, [paper_id]))
+    report = _change(name, lambda: updating.remove(service().backend, [paper_id], embed=False))
     if paper_id in report.missing:
         raise PaperNotFound(f"no paper has the id {paper_id!r}; nothing was removed", {"report": report.as_dict()})
     return _report_response(report)
@@ -76,6 +79,8 @@ def _change(name: str, make: Callable[[], ChangeReport], body: Path | None = Non
         error = named_as_body(failed, body) if body is not None else failed
         current_app.logger.warning("change by %s failed: %s", name, error.message)
         raise error from None
+    if report.semantic_ranking == "pending":
+        background_embedding.start(service().settings)
     if body is not None:
         report = dataclasses.replace(report, warnings=[for_the_client(w, body) for w in report.warnings])
     summary = report.summary().replace(str(body), BODY) if body is not None else report.summary()

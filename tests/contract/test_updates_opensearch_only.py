@@ -15,25 +15,31 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from searchsvc.backends.opensearch import OpenSearchBackend
+from searchsvc.backends.opensearch import OpenSearchBackend, vectors
 from searchsvc.backends.opensearch import backend as opensearch_backend
 from searchsvc.backends.opensearch.in_place import CHANGES, PENDING
-from searchsvc.backends.opensearch.mapping import MAPPING_VERSION
+from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
 from searchsvc.core.model import SearchRequest
+from searchsvc.core.progress import no_progress
 from searchsvc.ingest import updating
 from searchsvc.ingest.published import COLLECTIONS
 from searchsvc.ingest.rebuild import rebuild
+from searchsvc.semantic.selection import rebuild_encoder
+from searchsvc.semantic.store import content_key, load, lookup, paper_text
 from searchsvc.settings import load_settings
 from tests.helpers.backends import BackendFactory
 from tests.helpers.paths import REPO
-from tests.helpers.records import write_jsonl
+from tests.helpers.records import made_up_papers, write_jsonl
 
 WORDS = (
     "lattice quokka migration wombat spectral graph neural kernel sparse entropy bayesian tensor "
@@ -189,6 +195,8 @@ import json, os, signal, sys
 from pathlib import Path
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.ingest import updating
+from searchsvc.semantic.selection import rebuild_encoder
+from searchsvc.semantic.store import content_key, load, lookup, paper_text
 from searchsvc.settings import load_settings
 
 def load_half_then_die(self, name, papers, progress):
@@ -272,3 +280,38 @@ def test_an_update_the_cluster_refuses_half_way_changes_nothing_searches_see(
     assert answers(backend) == before
     updating.add(backend, [refused])  # run again
     assert_same_answers(backend, rebuilt(factory, [base, refused], vectors))
+
+
+def test_a_paper_replaced_while_the_index_is_embedded_never_gets_the_old_text_s_vector(
+    factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
+) -> None:
+    """A write's papers are embedded beside later writes (operations/background_embedding.py): a
+    vector computed for a paper's text is written only into that version of the paper."""
+    built = factory.overrides(semantic_ranking=False, opensearch_merge_wait_s=0)
+    first, *others = made_up_papers("wombat", 4)  # the first built without its abstract, which a write adds
+    rebuild(
+        OpenSearchBackend(load_settings(built, environ={})),
+        [write_jsonl(tmp_path / "a.jsonl", [{**first, "abstract": ""}, *others])],
+    )
+    backend = OpenSearchBackend(load_settings({**built, "semantic_ranking": True}, environ={}))
+    encoder = partial(rebuild_encoder, backend.settings)
+    writes = []
+
+    @contextmanager
+    def writing_meanwhile(texts: int) -> Iterator[Any]:  # the catalogue is read: now a write replaces a paper
+        if not writes:
+            writes.append(updating.add(backend, [write_jsonl(tmp_path / "b.jsonl", [first])], embed=False))
+        with encoder(texts) as encode_chunks:
+            yield encode_chunks
+
+    store = backend.vector_store
+    assert vectors.embed_index(backend.client, backend.generations, store, writing_meanwhile, no_progress) == 4
+    assert writes[0].replaced == ["wombat-00"]
+    assert backend.searches.count(vectors.MISSING) == 1  # the new version: no vector yet, not the old one's
+    assert backend.status()["semantic_ranking"] == "pending"
+    assert backend.embed(no_progress) == 1
+    source = cluster.get(index=backend.alias, id="wombat-00")["_source"]
+    stored = load(store)
+    row, found = lookup(stored, np.array([content_key(paper_text(first["title"], first["abstract"]))]))
+    assert found[0] and np.array_equal(vectors.decoded(source[VECTOR]), stored.vectors[row[0]])
+    assert backend.status()["semantic_ranking"] == "on"

@@ -156,3 +156,17 @@ def test_token_prints_a_new_token_once_and_the_line_holding_its_hash(runner) -> 
 def test_token_refuses_a_name_that_could_not_be_read_back(runner) -> None:
     refused = invoke(runner, "token", "ci bot")
     assert refused.exit_code == 2 and "'ci bot' is not a token name" in refused.stderr and not refused.stdout
+
+
+def test_embed_gives_an_index_built_without_meaning_its_vectors(runner, index_dir: Path, write) -> None:
+    source = write("wombats.jsonl", jsonl([{"id": f"w{n}", "title": f"The wombat lattice {n}"} for n in range(3)]))
+    built = invoke(
+        runner, "rebuild", str(source), "--index-dir", str(index_dir), env={"SEARCHSVC_SEMANTIC_RANKING": "false"}
+    )
+    assert built.exit_code == 0, built.output
+    assert json.loads(invoke(runner, "status", "--index-dir", str(index_dir)).stdout)["semantic_ranking"] == "pending"
+    embedded = invoke(runner, "embed", "--index-dir", str(index_dir))
+    assert embedded.exit_code == 0 and embedded.stdout == "3 paper(s) embedded\n", embedded.output
+    assert json.loads(invoke(runner, "status", "--index-dir", str(index_dir)).stdout)["semantic_ranking"] == "on"
+    off = invoke(runner, "embed", "--index-dir", str(index_dir), env={"SEARCHSVC_SEMANTIC_RANKING": "false"})
+    assert off.exit_code == 2 and "ranking by meaning is off" in off.stderr

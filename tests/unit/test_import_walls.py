@@ -56,6 +56,11 @@ WALLS: list[tuple[str, tuple[str, ...], str]] = [
         "ranking by meaning knows neither the web layer nor a backend",
     ),
     ("searchsvc.ingest", ("searchsvc.web",), "reading sources and rebuilding know nothing of the web layer"),
+    (
+        "searchsvc.operations",
+        ("searchsvc.web", "searchsvc.cli", "flask", "werkzeug", "marshmallow", "whoosh", "opensearchpy"),
+        "the use cases know neither the edges that call them nor an engine's library",
+    ),
 ]
 
 

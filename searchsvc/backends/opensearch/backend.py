@@ -61,7 +61,9 @@ class OpenSearchBackend:
         self._where = where
         self.generations = Generations(self.client, self.alias, where)
         self.searches = AliasSearches(self.client, self.alias, where, check=self.generations.check_serving)
-        self._settle_after_embed = False  # set by an update whose new papers `embed` rewrites
+        # A rebuild's `embed` does not wait for merges (its new index has few rewritten papers); after
+        # an update, here or in another process (a write's background embedding), it does.
+        self._just_built = False
 
     @property
     def vector_store(self) -> Path:
@@ -109,6 +111,7 @@ class OpenSearchBackend:
                 self.client.indices.delete(index=name, ignore_unavailable=True)
                 raise
             self.generations.prune(keep=name)
+        self._just_built = True
         return name
 
     def apply(
@@ -134,9 +137,9 @@ class OpenSearchBackend:
             self._refresh_checked(index, len(collection))
             self._put_meta(index, published)
             self.client.indices.put_settings(index=index, body=in_place.RESUMED)
+            self._just_built = False
             # Embedding the new papers rewrites them: then the merge waits after that, once.
-            self._settle_after_embed = self.settings.semantic_ranking and self.searches.count(vectors.MISSING) > 0
-            if not self._settle_after_embed:
+            if not (self.settings.semantic_ranking and self.searches.count(vectors.MISSING)):
                 self.generations.settle(index, self.settings.opensearch_merge_wait_s)
         return in_place.label(index, published)
 
@@ -191,7 +194,7 @@ class OpenSearchBackend:
         """
         if not self.settings.semantic_ranking:
             return 0
-        wait = self.settings.opensearch_merge_wait_s if self._settle_after_embed else 0
+        wait = 0 if self._just_built else self.settings.opensearch_merge_wait_s
         with cluster_errors(self._where):
             return vectors.embed_index(
                 self.client,

@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 from opensearchpy import OpenSearch
-from opensearchpy.helpers import scan
+from opensearchpy.helpers import scan, streaming_bulk
 
+from searchsvc.backends.opensearch.cluster import failure_reason
 from searchsvc.backends.opensearch.mapping import CONTENT_KEY, EMBEDDED, VECTOR
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.backends.opensearch.rebuilding import Generations
+from searchsvc.backends.opensearch.rebuilding import BULK_CHUNK, Generations
+from searchsvc.core.errors import RebuildFailed
 from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
@@ -77,20 +79,24 @@ def embed_index(
 ) -> int:
     """Embed the published index's papers whose text the store lacks, give every paper that
     has no vector yet its vector, and refresh; return how many papers were embedded. The
-    rewritten papers' old copies are merged away, waiting up to `settle_seconds` for them."""
+    rewritten papers' old copies are merged away, waiting up to `settle_seconds` for them.
+
+    Safe beside an update publishing (a write through the API does not wait for its papers'
+    embedding): a vector is written only into the very version of the paper it was read from."""
     index = generations.serving()
     order = _catalogue(client, index)
     keys = np.array([bytes.fromhex(key) for _id, key in order], dtype=f"S{KEY_BYTES}")
-    lacking = {hit["_id"]: hit["_source"] for hit in _scanned(client, index, MISSING, ["title", "abstract"])}
+    lacking = {hit["_id"]: hit for hit in _scanned(client, index, MISSING, ["title", "abstract", CONTENT_KEY])}
 
     def text(i: int) -> str:
         paper_id = order[i][0]
-        source = lacking.get(paper_id) or client.get(index=index, id=paper_id)["_source"]
+        hit = lacking.get(paper_id)
+        source = hit["_source"] if hit else client.get(index=index, id=paper_id)["_source"]
         return paper_text(source["title"], source.get("abstract") or "")
 
     embedded = embed_new(store, keys, text, encoder, progress)
     if lacking:
-        generations.load(_updates(index, load(store), order, set(lacking)), lambda _done: None)
+        _write(client, _updates(index, load(store), lacking.values()))
         # An update rewrites its document, and the old copy counts in word statistics until its
         # segment merges: scores would drift from a fresh load's (and from Whoosh's) until then.
         generations.settle(index, settle_seconds)
@@ -105,16 +111,35 @@ def _catalogue(client: OpenSearch, index: str) -> list[tuple[str, str]]:
     return [(paper_id, source[CONTENT_KEY]) for source, paper_id in found]
 
 
-def _updates(index: str, stored: StoredVectors, order: list[tuple[str, str]], ids: set[str]) -> Iterator[Dsl]:
-    """Partial updates giving each paper of `ids` its stored vector."""
-    wanted = [(paper_id, key) for paper_id, key in order if paper_id in ids]
-    keys = np.array([bytes.fromhex(key) for _id, key in wanted], dtype=f"S{KEY_BYTES}")
+def _updates(index: str, stored: StoredVectors, hits: Iterable[dict[str, Any]]) -> Iterator[Dsl]:
+    """Partial updates giving each scanned paper its stored vector, each conditional on the paper
+    being still the version scanned (an update published meanwhile changes its sequence number)."""
+    listed = list(hits)
+    keys = np.array([bytes.fromhex(hit["_source"][CONTENT_KEY]) for hit in listed], dtype=f"S{KEY_BYTES}")
     rows, found = lookup(stored, keys)
-    for (paper_id, _key), row, known in zip(wanted, rows, found, strict=True):
+    for hit, row, known in zip(listed, rows, found, strict=True):
         if known:
-            yield {"_op_type": "update", "_index": index, "_id": paper_id, "doc": vector_fields(stored.vectors[row])}
+            yield {
+                "_op_type": "update",
+                "_index": index,
+                "_id": hit["_id"],
+                "if_seq_no": hit["_seq_no"],
+                "if_primary_term": hit["_primary_term"],
+                "doc": vector_fields(stored.vectors[row]),
+            }
+
+
+def _write(client: OpenSearch, updates: Iterable[Dsl]) -> None:
+    """Send the updates. One whose paper an update replaced (409) or removed (404) meanwhile is
+    no failure: that update's own embedding gives the new version its vector."""
+    for ok, item in streaming_bulk(client, updates, chunk_size=BULK_CHUNK, raise_on_error=False):
+        failed = item.get("update", {})
+        if not ok and failed.get("status") not in (404, 409):
+            raise RebuildFailed(
+                f"the cluster refused the vector of paper {failed.get('_id')!r}: {failure_reason(failed.get('error'))}"
+            )
 
 
 def _scanned(client: OpenSearch, index: str, query: Dsl | None, fields: list[str]) -> Iterator[dict[str, Any]]:
-    body: Dsl = {"query": query or {"match_all": {}}, "_source": fields}
+    body: Dsl = {"query": query or {"match_all": {}}, "_source": fields, "seq_no_primary_term": True}
     return scan(client, index=index, query=body, scroll=_SCROLL, size=1000)

@@ -1,0 +1,97 @@
+"""Writes through the Procfile's real gunicorn (gevent workers) with ranking by meaning on: every body the
+limits allow, in every text format, is answered 2xx with what was done, and its papers are embedded by a
+process of its own, never inside a request (issue #36: from 256 papers to embed, a write answered 500
+and so did every write after it, since a gevent worker cannot run the encoder processes' pipes)."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from searchsvc.settings import Settings
+from searchsvc.write_tokens import entry_for, new_token
+from tests.helpers import servers
+from tests.helpers.bodies import FORMATS, body, largest_body
+from tests.helpers.records import jsonl, made_up_papers, write_jsonl
+from tests.helpers.servers import get, procfile_web, rebuild_index
+
+pytestmark = pytest.mark.reliability
+
+TOKEN = new_token()
+BODY_LIMIT = Settings().max_write_body_bytes  # the default: what users have
+EMBEDDED_WITHIN = 240  # polls of 0.5 s: a thousand titles take seconds, longer on a loaded machine
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One gunicorn with ranking by meaning on, serving an index built with it off: no paper has
+    its vector until a write's embedding gives every one of them theirs."""
+    folder = tmp_path_factory.mktemp("write-embedding-server")
+    index_dir = folder / "index"
+    sources = write_jsonl(folder / "sources" / "wombats.jsonl", made_up_papers("wombat", 3))
+    rebuild_index(index_dir, sources, SEARCHSVC_SEMANTIC_RANKING="false")
+    with procfile_web(folder, index_dir, SEARCHSVC_WRITE_TOKEN_HASHES=entry_for("loader", TOKEN)) as base:
+        yield base
+
+
+def write(base: str, content: bytes, content_type: str = "application/x-ndjson") -> tuple[int, Any]:
+    headers = {"Content-Type": content_type, "Authorization": f"Bearer {TOKEN}"}
+    return servers.send(urllib.request.Request(f"{base}/api/papers", data=content, method="POST", headers=headers))
+
+
+def semantic_ranking(base: str) -> str:
+    status, ready = get(f"{base}/readyz")
+    assert status == 200, ready
+    return ready["semantic_ranking"]
+
+
+def wait_until_ranked_by_meaning(base: str) -> None:
+    for _attempt in range(EMBEDDED_WITHIN):
+        if semantic_ranking(base) == "on":
+            return
+        time.sleep(0.5)
+    pytest.fail("the papers written were never all embedded")
+
+
+def test_a_write_to_an_index_built_without_meaning_is_answered_and_then_embedded(server: str) -> None:
+    assert semantic_ranking(server) == "pending"  # built with it off: nothing embedded yet
+    status, report = write(server, jsonl(made_up_papers("numbat", 1)).encode())
+    assert status == 200, report
+    assert report["added"] == ["numbat-00"] and report["semantic_ranking"] == "pending", report
+    assert report["embedded"] == 0  # not in the request
+    wait_until_ranked_by_meaning(server)  # the three built without it too
+    # The tests below leave the embedding of their bodies' papers running: the server's stop ends it.
+
+
+def test_the_next_write_is_answered_while_a_large_one_is_being_embedded(server: str) -> None:
+    status, large = write(server, body("application/x-ndjson", "quoll", 1000))
+    assert status == 200 and len(large["added"]) == 1000 and large["semantic_ranking"] == "pending", large
+    status, small = write(server, jsonl(made_up_papers("bilby", 1)).encode())
+    assert status == 200 and small["added"] == ["bilby-00"], small
+    assert semantic_ranking(server) == "pending"  # the 1,000 papers' embedding did not hold it up
+    wait_until_ranked_by_meaning(server)
+    assert get(f"{server}/api/search?q=quoll+999")[1]["results"][0]["title"] == "quoll 999"
+
+
+@pytest.mark.parametrize("count", [256, 1000])
+@pytest.mark.parametrize("content_type", list(FORMATS))
+def test_a_body_of_many_papers_is_answered_in_every_format(server: str, content_type: str, count: int) -> None:
+    word = f"{content_type.split('/')[1][:8]}{count}"
+    status, report = write(server, body(content_type, word, count), content_type)
+    assert status == 200, report
+    assert report["records"] == count and len(report["added"]) == count, report
+    assert report["semantic_ranking"] == "pending" and report["changed_at"], report
+
+
+@pytest.mark.parametrize("content_type", list(FORMATS))
+def test_the_largest_body_the_limit_allows_is_answered_in_every_format(server: str, content_type: str) -> None:
+    content, count = largest_body(content_type, f"largest{content_type.split('/')[1][:8]}", BODY_LIMIT)
+    assert len(content) <= BODY_LIMIT < len(content) + 300  # as large as it gets, within the limit
+    status, report = write(server, content, content_type)
+    assert status == 200, report
+    assert report["records"] == count and len(report["added"]) == count, report
+    assert report["semantic_ranking"] == "pending", report
