@@ -82,9 +82,7 @@ def run(index_dir: Path, source: Path, phrases: int) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    rows = [
-        [name, s["n"], s["p50"], s["p95"], s["p99"], s["max"]] for name, s in result["latency_ms"].items()
-    ]
+    rows = [[name, s["n"], s["p50"], s["p95"], s["p99"], s["max"]] for name, s in result["latency_ms"].items()]
     ratios = result["whoosh_over_numpy"]
     return (
         f"Phrases of the query mix on {result['papers']:,} papers, in-process, lexical ranking "

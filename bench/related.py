@@ -33,8 +33,12 @@ def evaluate(index_dir: Path, vector_store: Path, papers: int | None, top: int, 
     backends = {
         method: WhooshBackend(
             load_settings(
-                {"index_dir": index_dir, "vector_store": str(vector_store), "semantic_ranking": semantic,
-                 "related_papers": top},
+                {
+                    "index_dir": index_dir,
+                    "vector_store": str(vector_store),
+                    "semantic_ranking": semantic,
+                    "related_papers": top,
+                },
                 environ={},
             )
         )
@@ -67,8 +71,10 @@ def evaluate(index_dir: Path, vector_store: Path, papers: int | None, top: int, 
 def _shares(paper: Paper, related: list[Hit], top: int) -> dict[str, float | None]:
     """Share of the top `top` related papers sharing a subject, an author, either (None: the paper has none)."""
     subjects, authors = set(paper.subjects), set(paper.authors)
+
     def share(test: Any) -> float:
         return sum(1 for hit in related[:top] if test(hit)) / top
+
     return {
         "subject": share(lambda hit: subjects & set(hit.subjects)) if subjects else None,
         "author": share(lambda hit: authors & set(hit.authors)) if authors else None,

@@ -1,4 +1,4 @@
-""""Did you mean" lookups: the per-generation vocabulary against Whoosh's edit-distance automaton.
+""" "Did you mean" lookups: the per-generation vocabulary against Whoosh's edit-distance automaton.
 
 Usage: python -m bench.spelling INDEX_DIR [--misspellings N] [--scale-words N]
 
@@ -110,26 +110,33 @@ def main() -> None:
         if old != new:
             differences.append((word, old, new))
     n = len(samples)
-    print(f"{n} misspellings: same choice {same}/{n}; mean lookup automaton {old_time / n * 1000:.2f} ms, "
-          f"vocabulary {new_time / n * 1000:.2f} ms")
+    print(
+        f"{n} misspellings: same choice {same}/{n}; mean lookup automaton {old_time / n * 1000:.2f} ms, "
+        f"vocabulary {new_time / n * 1000:.2f} ms"
+    )
     for word, old, new in differences[:10]:
         print(f"  differs: {word!r}: automaton {old!r}, vocabulary {new!r}")
     long_word = "".join(rng.choice(string.ascii_lowercase) for _ in range(30))
-    for method, lookup in (("automaton", lambda: automaton_respelling(reader, long_word)),
-                           ("vocabulary", lambda: vocabulary_respelling(words, long_word))):
+    for method, lookup in (
+        ("automaton", lambda: automaton_respelling(reader, long_word)),
+        ("vocabulary", lambda: vocabulary_respelling(words, long_word)),
+    ):
         started = time.perf_counter()
         lookup()
         print(f"30-letter nonsense word, {method}: {(time.perf_counter() - started) * 1000:.0f} ms")
 
-    synthetic = [(misspell(rng, rng.choice(known)) + rng.choice(string.ascii_lowercase), 1)
-                 for _ in range(args.scale_words)]
+    synthetic = [
+        (misspell(rng, rng.choice(known)) + rng.choice(string.ascii_lowercase), 1) for _ in range(args.scale_words)
+    ]
     scaled, seconds, held = measured(lambda: Vocabulary.of(synthetic))
     started = time.perf_counter()
     for word in samples:
         vocabulary_respelling(scaled, word)
     lookup = (time.perf_counter() - started) / n * 1000
-    print(f"synthetic: {scaled.size} words, built in {seconds:.2f} s, {held / 2**20:.1f} MiB held, "
-          f"mean lookup {lookup:.2f} ms")
+    print(
+        f"synthetic: {scaled.size} words, built in {seconds:.2f} s, {held / 2**20:.1f} MiB held, "
+        f"mean lookup {lookup:.2f} ms"
+    )
     hold.release()
 
 

@@ -104,8 +104,10 @@ def main(argv: list[str] | None = None) -> None:
     }
     rows = [
         [path, s["n"], s["mean"], s["p50"], s["p95"], s["p99"], s["max"]]
-        for path, s in (("in-process WhooshBackend.suggest", result["in_process_ms"]),
-                        ("Flask test client GET /api/suggest", result["flask_test_client_ms"]))
+        for path, s in (
+            ("in-process WhooshBackend.suggest", result["in_process_ms"]),
+            ("Flask test client GET /api/suggest", result["flask_test_client_ms"]),
+        )
     ]
     text = (
         f"{result['papers']:,} papers, {result['words']:,} words and {result['authors']:,} authors to complete; "

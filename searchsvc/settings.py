@@ -50,9 +50,7 @@ def _setting(default: Any, why: str, rule: Rule) -> Any:
 class Settings:
     """The service's configuration; build it with `load_settings`, which checks every value."""
 
-    index_dir: Path = _setting(
-        Path("index"), "where generations of the index are built and published", NonEmptyPath()
-    )
+    index_dir: Path = _setting(Path("index"), "where generations of the index are built and published", NonEmptyPath())
     sources: tuple[Path, ...] = _setting((Path("seeds"),), "what a rebuild reads when given no sources", PathList())
     max_query_length: int = _setting(
         500,
@@ -60,9 +58,7 @@ class Settings:
         Integer(1, 4000),  # 4,000 characters stay under gunicorn's request line once percent-encoded
     )
     default_per_page: int = _setting(10, "a screenful of results", Integer(1, 1000))
-    max_per_page: int = _setting(
-        100, "bounds the stored fields and highlights computed per request", Integer(1, 1000)
-    )
+    max_per_page: int = _setting(100, "bounds the stored fields and highlights computed per request", Integer(1, 1000))
     max_result_window: int = _setting(
         10_000,
         "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort",
@@ -102,9 +98,7 @@ class Settings:
     max_export: int = _setting(
         1000, "papers in one export download: a reading list, not a copy of the index", Integer(1, 100_000)
     )
-    build_memory_mb: int = _setting(
-        256, "the index writer's buffer before it flushes a segment", Integer(16, 65_536)
-    )
+    build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment", Integer(16, 65_536))
     semantic_ranking: bool = _setting(
         True,
         "reorder the best lexical matches by meaning (all-MiniLM-L6-v2 sentence vectors); a rebuild embeds "

@@ -1,4 +1,4 @@
-""""Did you mean": which query words are worth respelling, which respelling wins, and the new query.
+""" "Did you mean": which query words are worth respelling, which respelling wins, and the new query.
 
 An engine says which words no paper contains and offers respellings it knows, with how many
 papers have each; the rule for choosing among them and for offering the result lives here.

@@ -50,9 +50,7 @@ def typed(q: str) -> Typed | None:
     return Typed(found["kept"], prefix)
 
 
-def combine(
-    start: Typed, words: list[tuple[str, int]], authors: list[tuple[str, int]], limit: int
-) -> list[Suggestion]:
+def combine(start: Typed, words: list[tuple[str, int]], authors: list[tuple[str, int]], limit: int) -> list[Suggestion]:
     """At most `limit` suggestions: words first, then authors in at most a share of the places
     (more where there are too few words)."""
     shown_authors = min(len(authors), max(limit // AUTHOR_SHARE, limit - len(words)))

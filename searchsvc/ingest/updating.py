@@ -46,9 +46,7 @@ class ChangeReport:
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        counts = ", ".join(
-            f"{len(ids)} {name}" for name, ids in self._lists().items() if ids or name != "missing"
-        )
+        counts = ", ".join(f"{len(ids)} {name}" for name, ids in self._lists().items() if ids or name != "missing")
         published = f"published index generation {self.generation}" if self.changed_at else "nothing to publish"
         embedding = " (the rest in the background)" if self.semantic_ranking == "pending" else ""
         return (

@@ -52,7 +52,15 @@ def store_file(directory: Path, model_id: str) -> Path:
 
 # What reading a damaged .npz can raise: zipfile and numpy parse headers, sizes and flags from its bytes.
 _UNREADABLE = (
-    OSError, ValueError, KeyError, EOFError, RuntimeError, OverflowError, struct.error, zipfile.BadZipFile, zlib.error
+    OSError,
+    ValueError,
+    KeyError,
+    EOFError,
+    RuntimeError,
+    OverflowError,
+    struct.error,
+    zipfile.BadZipFile,
+    zlib.error,
 )
 
 

@@ -215,8 +215,10 @@ class SuggestionSchema(Schema):
     value = fields.String(required=True, metadata={"description": "The completed word, or the author's name."})
     papers = fields.Integer(
         required=True,
-        metadata={"description": "A word: papers with it in the title plus papers with it in the abstract. "
-                  "An author: their papers."},
+        metadata={
+            "description": "A word: papers with it in the title plus papers with it in the abstract. "
+            "An author: their papers."
+        },
     )
 
 
@@ -244,12 +246,16 @@ class IdentifiersSchema(Schema):
     arxiv = fields.String(
         allow_none=True,
         required=True,
-        metadata={"description": "arXiv id without its version (1909.02107, hep-th/9901001): https://arxiv.org/abs/<arxiv>."},
+        metadata={
+            "description": "arXiv id without its version (1909.02107, hep-th/9901001): https://arxiv.org/abs/<arxiv>."
+        },
     )
     doi = fields.String(
         allow_none=True,
         required=True,
-        metadata={"description": "DOI, lowercase, without a resolver prefix (10.1145/3394486.3403059): https://doi.org/<doi>."},
+        metadata={
+            "description": "DOI, lowercase, without a resolver prefix (10.1145/3394486.3403059): https://doi.org/<doi>."
+        },
     )
     url = fields.String(
         allow_none=True,

@@ -466,4 +466,3 @@ def test_readiness_names_the_published_index(client: FlaskClient, factory: Backe
 )
 def test_natural_seed_queries_rank_their_paper_first(client: FlaskClient, query: str, expected_first: str) -> None:
     assert client.get("/api/search", query_string={"q": query}).json["results"][0]["title"].startswith(expected_first)
-

@@ -42,9 +42,7 @@ def violations(page: Page) -> list[str]:
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(_axe_source())
     found = page.evaluate(_RUN)
-    return [
-        f"{item['rule']} ({item['impact']}): {item['help']} — {', '.join(item['elements'][:5])}" for item in found
-    ]
+    return [f"{item['rule']} ({item['impact']}): {item['help']} — {', '.join(item['elements'][:5])}" for item in found]
 
 
 def assert_accessible(page: Page, state: str) -> None:

@@ -37,7 +37,8 @@ def writing(index_dir: Path) -> bool:
 
 @pytest.mark.parametrize("phase", [merging, writing], ids=["merging", "writing"])
 def test_a_killed_add_leaves_the_previous_generation_serving_and_the_next_add_succeeds(
-    phase, tmp_path: Path  # type: ignore[no-untyped-def]
+    phase,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     records = slice_of_acl(tmp_path / "acl.jsonl", BASE + ADDED).read_text(encoding="utf-8").splitlines(keepends=True)
     base, added = tmp_path / "base.jsonl", tmp_path / "added.jsonl"

@@ -1,4 +1,4 @@
-""""Did you mean" on the cluster: which query words no paper has, and the respellings it knows.
+""" "Did you mean" on the cluster: which query words no paper has, and the respellings it knows.
 
 Both travel with the search itself (a `filters` aggregation over every paper and the term
 suggester); which respelling wins, and whether it is offered, is `core.spelling`'s rule.

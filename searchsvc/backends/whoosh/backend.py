@@ -447,5 +447,3 @@ def _docnum(gen: OpenGeneration, paper_id: str) -> int:
     if docnum is None:
         raise PaperNotFound(f"no paper with id {paper_id!r}", {"id": paper_id})
     return docnum
-
-

@@ -38,9 +38,7 @@ def write_content_keys(generation: Path) -> None:
     np.save(generation / KEYS_FILE, keys)
 
 
-def embed_generation(
-    generation: Path, store: Path, encoder: RebuildEncoder, progress: ProgressFactory
-) -> int:
+def embed_generation(generation: Path, store: Path, encoder: RebuildEncoder, progress: ProgressFactory) -> int:
     """Store a vector for each paper of `generation`; return how many were not stored yet."""
     ix = open_index(generation)
     try:

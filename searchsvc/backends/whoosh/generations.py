@@ -51,7 +51,11 @@ _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 # What readers rely on, with its type: anything else in a manifest is provenance, shown as is.
 _MANIFEST_FIELDS: dict[str, type] = {
-    "schema_version": int, "doc_count": int, "built_at": str, "engine": str, FILES: dict
+    "schema_version": int,
+    "doc_count": int,
+    "built_at": str,
+    "engine": str,
+    FILES: dict,
 }
 
 # Descriptors of the rebuild lock this process holds; a forked child closes its copies.
@@ -342,4 +346,3 @@ def _fsync_tree(directory: Path) -> None:
             with path.open("rb") as stream:
                 os.fsync(stream.fileno())
     fsync_dir(directory)
-

@@ -75,9 +75,7 @@ class SegmentDeletions:
 
 
 def save_deletions(path: Path, segments: Mapping[str, SegmentDeletions]) -> None:
-    data = {
-        segment: {"deleted": found.deleted, **found.contribution.as_json()} for segment, found in segments.items()
-    }
+    data = {segment: {"deleted": found.deleted, **found.contribution.as_json()} for segment, found in segments.items()}
     path.write_text(json.dumps(data, ensure_ascii=False, sort_keys=True), encoding="utf-8")
 
 
@@ -92,9 +90,7 @@ def load_deletions(path: Path) -> dict[str, SegmentDeletions]:
     }
 
 
-def segment_deletions(
-    reader: IndexReader, previous: Mapping[str, SegmentDeletions]
-) -> dict[str, SegmentDeletions]:
+def segment_deletions(reader: IndexReader, previous: Mapping[str, SegmentDeletions]) -> dict[str, SegmentDeletions]:
     """Each segment's deletions in `reader`'s index, reusing `previous` for documents deleted before:
     only the newly deleted are read and analysed again, so the cost grows with the change."""
     found: dict[str, SegmentDeletions] = {}

@@ -47,6 +47,7 @@ from searchsvc.core.query import (
 
 _Parts = Literal["any", "all", "phrase"]
 
+
 @dataclass(frozen=True)
 class CompiledQuery:
     """What a search runs: the scored query and, for a group of words, the all-words tier."""

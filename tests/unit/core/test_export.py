@@ -103,7 +103,15 @@ def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
     text = export("jsonl", *papers)
     assert text.count("\n") == 2 and "Zoë" in text  # one line per paper, not ASCII-escaped
     assert list(json.loads(text.splitlines()[0])) == [
-        "id", "title", "abstract", "year", "categories", "authors", "doi", "arxiv", "url"
+        "id",
+        "title",
+        "abstract",
+        "year",
+        "categories",
+        "authors",
+        "doi",
+        "arxiv",
+        "url",
     ]
     path = tmp_path / "export.jsonl"
     path.write_text(text, encoding="utf-8")
@@ -119,8 +127,15 @@ def test_csv_has_a_header_and_joins_lists() -> None:
     assert rows == [
         ["id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"],
         [
-            "p1", "Compositional Generalization", "2020", "cs.CL; cs.LG", "Maxim Naumov; Zoë Müller", "An abstract.",
-            "", "", "",
+            "p1",
+            "Compositional Generalization",
+            "2020",
+            "cs.CL; cs.LG",
+            "Maxim Naumov; Zoë Müller",
+            "An abstract.",
+            "",
+            "",
+            "",
         ],
         ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract.", "", "", ""],
     ]

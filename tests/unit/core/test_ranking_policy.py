@@ -25,9 +25,7 @@ class ListSource:
         vectors = None
         if with_vectors and all(vector is not None for _, _, vector in rows):
             vectors = np.array([vector for _, _, vector in rows], dtype=np.float16)
-        return Candidates(
-            [ref for ref, _, _ in rows], np.array([s for _, s, _ in rows]), np.arange(low, high), vectors
-        )
+        return Candidates([ref for ref, _, _ in rows], np.array([s for _, s, _ in rows]), np.arange(low, high), vectors)
 
 
 def test_a_page_takes_the_end_of_one_tier_and_the_start_of_the_next() -> None:

