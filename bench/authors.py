@@ -40,6 +40,7 @@ from bench.measure import latency_summary, machine, percentile, report, table
 from bench.server import procfile_web
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.text import fold
+from searchsvc.operations import search as searching
 
 TARGET_P50_MS = 100.0
 HEAVY = 100  # papers: the target's "100+"
@@ -55,7 +56,7 @@ def urls(name: str) -> dict[str, str]:
 def pick_authors(backend: Any, heavy: int, light: int) -> dict[str, list[tuple[str, int]]]:
     """The authors with `HEAVY`+ papers (most first, up to `heavy`) and `light` authors spread
     evenly through those with 10–30 papers."""
-    listed = backend.facet_values("author", "", SearchRequest(), 1_000_000).values
+    listed = searching.facet_values(backend, "author", "", SearchRequest(), 1_000_000).values
     counts = [(str(value.value), value.count) for value in listed]
     many = [item for item in counts if item[1] >= HEAVY][:heavy]
     ordinary = [item for item in counts if LIGHT[0] <= item[1] <= LIGHT[1]]
@@ -100,7 +101,7 @@ def time_pages(get: Any, groups: dict[str, list[tuple[str, int]]], rounds: int) 
 
 
 def parts(backend: Any, groups: dict[str, list[tuple[str, int]]], rounds: int) -> dict[str, Any]:
-    """An author profile's two costs, as `searchsvc.web.authors.author_profile` incurs them: the
+    """An author profile's two costs, as `searchsvc.operations.authors.author_profile` incurs them: the
     filtered search (default page size) and the co-authors: the export of every paper with its
     stored fields, then the count of their author lists (each name folded to leave the author out)."""
     per_page = backend.settings.default_per_page
@@ -112,9 +113,9 @@ def parts(backend: Any, groups: dict[str, list[tuple[str, int]]], rounds: int) -
             for name, _papers in members:
                 filtered = SearchRequest(author=(name,), per_page=per_page)
                 started = time.perf_counter()
-                backend.search(filtered)
+                searching.search(backend, filtered)
                 searched = time.perf_counter()
-                papers = backend.export(replace(filtered, sort="newest"), limit)
+                papers = searching.export(backend, replace(filtered, sort="newest"), limit)
                 exported = time.perf_counter()
                 Counter(other for paper in papers for other in set(paper.authors) if fold(other) != fold(name))
                 counted = time.perf_counter()

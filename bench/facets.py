@@ -30,7 +30,7 @@ from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.generation_cache import OpenGeneration
 from searchsvc.backends.whoosh.schema import text_analyzer
 from searchsvc.core.model import SearchRequest
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
 from searchsvc.settings import load_settings
 
 ACL = Path(__file__).resolve().parents[2] / "shared" / "data" / "acl-anthology-2016" / "corpus.jsonl"

@@ -41,6 +41,7 @@ from searchsvc.backends import Backend
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.model import SearchRequest
+from searchsvc.operations import search as searching
 from searchsvc.settings import load_settings
 
 WARMUP = 40  # requests before measuring: imports, first searches of each worker
@@ -155,18 +156,19 @@ def in_process(requests: list[mix.MixQuery], engines: dict[str, Callable[[mix.Mi
 
 
 def _service(backend: Backend) -> Callable[[mix.MixQuery], Any]:
-    def search(request: mix.MixQuery) -> Any:
-        return backend.search(
+    def ask(request: mix.MixQuery) -> Any:
+        return searching.search(
+            backend,
             SearchRequest(
                 q=request.q,
                 subject=request.subject,
                 author=request.author,
                 year_from=request.year_from,
                 year_to=request.year_to,
-            )
+            ),
         )
 
-    return search
+    return ask
 
 
 def run(

@@ -23,7 +23,7 @@ from bench.measure import REPO, machine, report, table
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.model import Hit
 from searchsvc.core.paper import Paper
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
 from searchsvc.settings import load_settings
 
 METHODS = {"more-like-this": False, "meaning": True}  # method → semantic_ranking

@@ -1,7 +1,7 @@
 """Ranking quality on test collections with human judgments: searchsvc against a BM25 reference.
 
 For each collection (a corpus JSON-lines file, a queries TSV and a qrels TSV) it builds an
-index with the real rebuild path (`searchsvc.ingest.rebuild.rebuild` and a `WhooshBackend`) in a
+index with the real rebuild path (`searchsvc.operations.rebuild.rebuild` and a `WhooshBackend`) in a
 temporary directory, runs every judged query as `GET /api/search?q=...&per_page=100` does
 (the API's request validation, then `backend.search`, default parameters, top 100), and
 scores the same queries with a Lucene-style BM25 reference (`bm25s`, k1=0.9, b=0.4, title
@@ -49,7 +49,8 @@ from opensearchpy import OpenSearch
 
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import InvalidRequest, QuerySyntaxError
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from searchsvc.settings import ENCODERS, load_settings
 from searchsvc.web.schemas import parse_search_request
 
@@ -169,7 +170,7 @@ def search_with_searchsvc(backend: Backend, queries: Mapping[str, str]) -> tuple
     for query_id, text in queries.items():
         try:
             request = parse_search_request({"q": text, "per_page": str(DEPTH)}, backend.settings)
-            hits = backend.search(request).hits
+            hits = search(backend, request).hits
         except (InvalidRequest, QuerySyntaxError) as exc:
             rejected[query_id] = f"{exc.code}: {exc.message}"
             hits = []

@@ -22,7 +22,7 @@ from whoosh.reading import IndexReader
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.backends.whoosh.spelling import _exact_words, vocabulary
-from searchsvc.core import spelling
+from searchsvc.core import edits, spelling
 from searchsvc.core.vocabulary import Vocabulary
 
 SEED = 20261201
@@ -35,7 +35,7 @@ def automaton_respelling(reader: IndexReader, word: str) -> str | None:
     options = [
         (candidate, reader.doc_frequency(field, candidate))
         for field in EXACT_FIELDS.values()
-        for candidate in reader.terms_within(field, word, spelling.MAX_EDITS, prefix=1)
+        for candidate in reader.terms_within(field, word, edits.MAX_EDITS, prefix=1)
     ]
     return spelling.choose(word, options)
 

@@ -44,8 +44,9 @@ from bench.measure import machine
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.generation_vectors import read_content_keys
 from searchsvc.core.model import SearchRequest
-from searchsvc.ingest import updating
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations import update
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.store import StoredVectors, save
 from searchsvc.settings import load_settings
@@ -86,7 +87,7 @@ def run(
         if random_base and semantic:
             timings["random_base_vectors"] = _random_vectors(first, updated.vector_store)
         _progress("first rebuild", timings)
-        timings["add"] = _timed_report(lambda: updating.add(updated, [added]))
+        timings["add"] = _timed_report(lambda: update.add(updated, [added]))
         # What the first search after a publish waits for in each worker: opening the new generation.
         timings["open_after_add_s"] = _timed(updated.status)
         _progress("add", timings)
@@ -96,9 +97,9 @@ def run(
         _progress("full rebuild", timings)
         queries = mix.generate(corpus.load(source), 60)
         identical, compared = _same_results(updated, rebuilt, queries)
-        timings["remove"] = _timed_report(lambda: updating.remove(updated, removed_ids))
+        timings["remove"] = _timed_report(lambda: update.remove(updated, removed_ids))
         timings["successive_adds"] = [
-            {**_timed_report(lambda path=path: updating.add(updated, [path])), "segments": _segments(updated)}
+            {**_timed_report(lambda path=path: update.add(updated, [path])), "segments": _segments(updated)}
             for path in later
         ]
         if final_check:  # after the removal and every add: a rebuild of the same final sources
@@ -184,7 +185,7 @@ def _same_results(first: WhooshBackend, second: WhooshBackend, queries: list[mix
             author=query.author,
             per_page=20,
         )
-        a, b = first.search(request), second.search(request)
+        a, b = search(first, request), search(second, request)
         seen = [(found.total, [(h.id, h.score) for h in found.hits], found.facets) for found in (a, b)]
         if seen[0] != seen[1]:
             return False, compared + 1

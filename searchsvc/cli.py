@@ -18,9 +18,9 @@ from tqdm import tqdm
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
 from searchsvc.core.model import SORTS, SearchResult
-from searchsvc.ingest import updating
-from searchsvc.ingest.rebuild import RebuildReport, rebuild
-from searchsvc.operations import background_embedding
+from searchsvc.operations import background_embedding, update
+from searchsvc.operations.rebuild import RebuildReport, rebuild
+from searchsvc.operations.search import search
 from searchsvc.settings import Settings, load_settings
 from searchsvc.web.schemas import dump_search_result, parse_search_request
 from searchsvc.write_tokens import entry_for, new_token
@@ -99,7 +99,7 @@ def add_command(sources: tuple[Path, ...], as_json: bool, index_dir: Path | None
     A record with the id, DOI or arXiv id of a paper already indexed merges with it, as in a
     rebuild. On any error nothing is published. `rebuild` starts from the sources again.
     """
-    report = updating.add(open_backend(_settings(index_dir)), list(sources), _progress_bar, _warn)
+    report = update.add(open_backend(_settings(index_dir)), list(sources), _progress_bar, _warn)
     _print_change(report, as_json)
 
 
@@ -109,7 +109,7 @@ def add_command(sources: tuple[Path, ...], as_json: bool, index_dir: Path | None
 @index_dir_option
 def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) -> None:
     """Remove the papers with these IDS from the published index (exit status 1 if one is missing)."""
-    report = updating.remove(open_backend(_settings(index_dir)), list(ids), _progress_bar, _warn)
+    report = update.remove(open_backend(_settings(index_dir)), list(ids), _progress_bar, _warn)
     _print_change(report, as_json)
     if report.missing:
         click.echo(f"error: no paper with id {', '.join(map(repr, report.missing))}", err=True)
@@ -134,7 +134,7 @@ def embed_command(index_dir: Path | None) -> None:
         click.echo(f"{embedded} paper(s) embedded")
 
 
-def _print_change(report: updating.ChangeReport, as_json: bool) -> None:
+def _print_change(report: update.ChangeReport, as_json: bool) -> None:
     click.echo(json.dumps(report.as_dict(), ensure_ascii=False, indent=2) if as_json else report.summary())
 
 
@@ -173,7 +173,7 @@ def search_command(query: str, as_json: bool, index_dir: Path | None, **params: 
     settings = _settings(index_dir)
     params = {key: value for key, value in params.items() if value not in (None, ())}
     request = parse_search_request({"q": query, **params}, settings)
-    result = open_backend(settings).search(request)
+    result = search(open_backend(settings), request)
     if as_json:
         click.echo(json.dumps(dump_search_result(result), ensure_ascii=False, indent=2))
     else:

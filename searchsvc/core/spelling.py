@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from searchsvc.core.deadline import Deadline
+from searchsvc.core.edits import MAX_EDITS, edit_distance
 from searchsvc.core.query import TEXT_FIELDS, Node, words
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 MIN_WORD_LENGTH = 3  # shorter words have too many neighbours one edit away to guess from
 MAX_WORD_LENGTH = 30  # a longer "word" is a pasted identifier or noise, not a misspelling
 MAX_RESPELLED_WORDS = 8  # unknown words looked up per query: a query of 100 made-up words is not a typo
-MAX_EDITS = 2
 
 
 @dataclass(frozen=True)
@@ -88,19 +88,3 @@ def respelled_query(query: str, respellings: Mapping[Check, str]) -> str | None:
 def worth_offering(found_by_respelling: int, found_now: int) -> bool:
     """A respelled query is offered only if it finds more papers matching all its words."""
     return found_by_respelling > found_now
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Damerau–Levenshtein distance (optimal string alignment): an insertion, a deletion, a
-    substitution or a swap of two neighbouring letters is one edit, as in both engines' suggesters."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, start=1):
-        current = [i]
-        for j, char_b in enumerate(b, start=1):
-            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
-            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
-                cost = min(cost, previous2[j - 2] + 1)
-            current.append(cost)
-        previous2, previous = previous, current
-    return previous[-1]

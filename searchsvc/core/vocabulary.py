@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from searchsvc.core.spelling import MAX_EDITS, edit_distance
+from searchsvc.core.edits import MAX_EDITS, edit_distance
 
 _SIGNATURE_BITS = 32
 # One edit changes at most two bits of a word's letter signature (a substitution clears one

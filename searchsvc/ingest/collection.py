@@ -17,15 +17,13 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchsvc.core.durable import fsync_dir
 from searchsvc.core.errors import RebuildFailed
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation
-from searchsvc.core.processes import remove_abandoned
+from searchsvc.host import fsync_dir, remove_abandoned
 
 # SQLite's page cache for the scratch file, in KiB (its default is 2 MiB): enough for the key
 # lookups of merging to stay fast, small beside a rebuild's index writer buffers.
@@ -85,7 +83,7 @@ class Group:
 class MergeStore:
     """The file while records are merged: papers by group number, and keys to groups.
 
-    A rebuild starts an empty one; an update (`ingest.updating`) starts from a copy of the
+    A rebuild starts an empty one; an update (`operations.update`) starts from a copy of the
     published collection's file and notes what it touches (`changes`), so it can tell the
     engine which papers to index again and which to delete.
     """
@@ -194,7 +192,7 @@ class MergeStore:
 
 class Collection:
     """The distinct papers of a rebuild or update, and how many records they were merged from
-    (an update's included every record read since the rebuild).
+    (an update's included every record read since the rebuild): a `core.catalogue.Catalogue`.
 
     Close it (or use it as a context manager) to delete its folder, unless `keep` moved the
     file out first to become the published collection; it is deleted at garbage collection
@@ -308,12 +306,3 @@ def _decode(doc: str, paper_id: str | None = None) -> Paper:
         [SourceLocation(path, line) for path, line in sources],
         Identifiers(arxiv, doi, url),
     )
-
-
-@dataclass(frozen=True)
-class Change:
-    """What an update does to the published index: delete these ids, then index these papers
-    (a changed paper is deleted under its old id and indexed again)."""
-
-    deleted: list[str]
-    added: list[Paper]

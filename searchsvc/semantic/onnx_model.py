@@ -21,7 +21,7 @@ from pathlib import Path
 
 from safetensors.numpy import load_file
 
-from searchsvc.core.processes import remove_abandoned
+from searchsvc.host import remove_abandoned
 from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, model_dir, sha256
 
 # SHA-256 of each built file, for onnx==1.23.2, numpy==2.4.6 and protobuf==7.36.2 (pyproject.toml).

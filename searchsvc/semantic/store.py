@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from searchsvc.core.processes import remove_abandoned
+from searchsvc.host import remove_abandoned
 from searchsvc.semantic.encoder import DIMENSIONS
 
 KEY_BYTES = 16

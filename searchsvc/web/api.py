@@ -7,7 +7,8 @@ from werkzeug.exceptions import NotFound
 
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.core.model import FACETS
-from searchsvc.web.authors import author_profile
+from searchsvc.operations import search as searching
+from searchsvc.operations.authors import author_profile
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import (
     AuthorRequestSchema,
@@ -42,7 +43,7 @@ _PAPER_ID = {"paper_id": {"type": "string", "description": "The paper's id, as i
 )
 def search() -> Response:
     search_request = load_params(SearchRequestSchema(service().settings), request.args)
-    return jsonify(SearchResultSchema().dump(service().backend.search(search_request)))
+    return jsonify(SearchResultSchema().dump(searching.search(service().backend, search_request)))
 
 
 @blueprint.get("/suggest")
@@ -106,7 +107,7 @@ def facet_values(name: str) -> Response:
     if name not in FACETS:
         raise NotFound(f"no facet named {name!r}; the facets are {', '.join(FACETS)}")
     lookup = load_params(FacetLookupRequestSchema(service().settings), request.args)
-    found = service().backend.facet_values(name, lookup.prefix, lookup.search, lookup.limit)
+    found = searching.facet_values(service().backend, name, lookup.prefix, lookup.search, lookup.limit)
     return jsonify(FacetLookupSchema().dump(found))
 
 
@@ -122,7 +123,7 @@ def facet_values(name: str) -> Response:
 def export() -> Response:
     settings = service().settings
     wanted = load_params(ExportRequestSchema(settings), request.args)
-    papers = service().backend.export(wanted.search, settings.max_export)
+    papers = searching.export(service().backend, wanted.search, settings.max_export)
     chosen = EXPORT_FORMATS[wanted.format]
     return Response(
         chosen.write(papers),

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from flask import Blueprint, Response, request, url_for
 
 from searchsvc.core.model import SearchRequest
+from searchsvc.operations.search import export
 from searchsvc.web.atom import MEDIA_TYPE, FeedHead, atom_feed
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.page_links import search_pairs, with_query
@@ -50,7 +51,7 @@ def feed() -> Response:
         page_link=with_query(url_for("ui.search"), [*pairs, ("sort", "newest")]),
         updated=built.isoformat(),
     )
-    papers = service().backend.export(wanted, FEED_ENTRIES)
+    papers = export(service().backend, wanted, FEED_ENTRIES)
     answer.set_data(atom_feed(head, papers, lambda paper_id: url_for("ui.paper", paper_id=paper_id)))
     return answer
 

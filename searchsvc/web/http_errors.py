@@ -17,21 +17,17 @@ from werkzeug.exceptions import HTTPException
 
 from searchsvc.core.errors import (
     AuthorNotFound,
-    BodyTooLarge,
     IndexUnavailable,
     InvalidRequest,
-    MissingToken,
     PaperNotFound,
     QuerySyntaxError,
     RebuildInProgress,
     SearchsvcError,
     SearchTimedOut,
     SourceFormatError,
-    TokenInQuery,
-    UnsupportedBodyType,
-    WriteApiOff,
-    WrongToken,
 )
+from searchsvc.web.write_auth import MissingToken, TokenInQuery, WriteApiOff, WrongToken
+from searchsvc.web.write_body import BodyTooLarge, UnsupportedBodyType
 
 _STATUS: dict[type[SearchsvcError], int] = {
     InvalidRequest: 400,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -32,9 +33,11 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from werkzeug.exceptions import NotFound
 
-from searchsvc.backends import Backend
+from searchsvc.backends import Backend, Purpose
+from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import SearchsvcError, SearchTimedOut
 from searchsvc.core.model import SearchRequest
+from searchsvc.core.query import Node
 from searchsvc.settings import Settings
 from searchsvc.settings_rules import address_port
 from searchsvc.web.metrics_directory import MULTIPROC_DIR_ENV
@@ -143,13 +146,19 @@ class _MeteredBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
 
-    def search(self, search: SearchRequest) -> Any:
-        via = "api" if request.blueprint == "api" else "page"
-        _meters().searches.labels(via=via, kind=search_kind(search)).inc()
-        return self._timed(self._backend.search, search)
-
-    def export(self, *args: Any) -> Any:
-        return self._timed(self._backend.export, *args)
+    @contextmanager
+    def answer(self, search: SearchRequest, tree: Node | None, deadline: Deadline, purpose: Purpose) -> Iterator[Any]:
+        """A search's answer (a page's counted by kind), and its time running out while the search
+        recipe asks it (operations/search.py), counted."""
+        if purpose == "page":
+            via = "api" if request.blueprint == "api" else "page"
+            _meters().searches.labels(via=via, kind=search_kind(search)).inc()
+        try:
+            with self._backend.answer(search, tree, deadline, purpose) as answer:
+                yield answer
+        except SearchTimedOut:
+            _meters().timeouts.inc()
+            raise
 
     def facet_values(self, *args: Any) -> Any:
         return self._timed(self._backend.facet_values, *args)

@@ -367,7 +367,7 @@ class AuthorSchema(Schema):
 
 
 class ChangeReportSchema(Schema):
-    """What one change through the write API did (ingest.updating.ChangeReport)."""
+    """What one change through the write API did (ingest.update.ChangeReport)."""
 
     added = fields.List(fields.String(), required=True, metadata={"description": "Ids of papers new to the index."})
     replaced = fields.List(

@@ -15,7 +15,8 @@ from werkzeug.datastructures import MultiDict
 from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchsvcError, SearchTimedOut
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.core.model import SORTS, SearchRequest
-from searchsvc.web.authors import author_profile
+from searchsvc.operations import search as searching
+from searchsvc.operations.authors import author_profile
 from searchsvc.web.health import changed_at
 from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
 from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, load_params
@@ -60,9 +61,9 @@ def search() -> tuple[str, int]:
             message = TOO_LONG.format(max=settings.max_facet_prefix_length)
             raise InvalidRequest(f"invalid parameters: {FIND_AUTHOR}", {FIND_AUTHOR: [message]})
         search_request: SearchRequest = load_params(SearchRequestSchema(settings), params)
-        result = service().backend.search(search_request)
+        result = searching.search(service().backend, search_request)
         found_authors = (
-            service().backend.facet_values("author", find_author, search_request, settings.facet_limit)
+            searching.facet_values(service().backend, "author", find_author, search_request, settings.facet_limit)
             if find_author
             else None
         )

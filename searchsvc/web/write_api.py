@@ -1,7 +1,7 @@
 """The write API: add papers from a body in any source format, remove one paper by id.
 
 Off unless writers are configured (web/write_auth.py). Each change takes the index's rebuild lock
-(ingest/updating.py) and publishes a new generation at once, or changes nothing; a change asked
+(operations/update.py) and publishes a new generation at once, or changes nothing; a change asked
 while another holds the lock is a 409 with Retry-After, not a wait that would hold the worker.
 Every change is logged with its writer's name, never the token. A change's new papers are
 embedded in a process of its own after the answer (operations/background_embedding.py), never
@@ -17,9 +17,8 @@ from pathlib import Path
 from flask import Blueprint, Response, current_app, jsonify
 
 from searchsvc.core.errors import PaperNotFound, RebuildInProgress, SearchsvcError
-from searchsvc.ingest import updating
-from searchsvc.ingest.updating import ChangeReport
-from searchsvc.operations import background_embedding
+from searchsvc.operations import background_embedding, update
+from searchsvc.operations.update import ChangeReport
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import ChangeReportSchema
 from searchsvc.web.service import service
@@ -43,7 +42,7 @@ def add_papers() -> Response:
     name = writer()
     with saved_body(service().settings) as body:
         origin = f"POST /api/papers by {name}"  # the manifest's provenance, not the temporary file's path
-        report = _change(name, lambda: updating.add(service().backend, [body], origin=origin, embed=False), body)
+        report = _change(name, lambda: update.add(service().backend, [body], origin=origin, embed=False), body)
     return _report_response(report)
 
 
@@ -59,7 +58,7 @@ def add_papers() -> Response:
 )
 def remove_paper(paper_id: str) -> Response:
     name = writer()
-    report = _change(name, lambda: updating.remove(service().backend, [paper_id], embed=False))
+    report = _change(name, lambda: update.remove(service().backend, [paper_id], embed=False))
     if paper_id in report.missing:
         raise PaperNotFound(f"no paper has the id {paper_id!r}; nothing was removed", {"report": report.as_dict()})
     return _report_response(report)

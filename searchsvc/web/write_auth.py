@@ -9,9 +9,35 @@ from __future__ import annotations
 
 from flask import current_app, request
 
-from searchsvc.core.errors import MissingToken, TokenInQuery, WriteApiOff, WrongToken
+from searchsvc.core.errors import SearchsvcError
 from searchsvc.web.service import service
 from searchsvc.write_tokens import QUERY_TOKEN_PARAMETERS, writer_named_by
+
+# The write API's refusals of who asks: each its own status and code (web/http_errors.py).
+
+
+class WriteApiOff(SearchsvcError):
+    """A change asked of a service configured with no write tokens: no token could be right."""
+
+    code = "write_api_off"
+
+
+class MissingToken(SearchsvcError):
+    """A change asked without an `Authorization: Bearer` header."""
+
+    code = "unauthorized"
+
+
+class WrongToken(SearchsvcError):
+    """A bearer token that is none of the configured writers'."""
+
+    code = "forbidden"
+
+
+class TokenInQuery(SearchsvcError):
+    """A token put in the URL, where logs, proxies and browser histories keep it: refused, never read."""
+
+    code = "token_in_query"
 
 
 def writer() -> str:

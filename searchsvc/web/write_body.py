@@ -19,9 +19,22 @@ from typing import IO
 
 from flask import request
 
-from searchsvc.core.errors import BodyTooLarge, SearchsvcError, SourceFormatError, UnsupportedBodyType
-from searchsvc.core.processes import remove_abandoned
+from searchsvc.core.errors import SearchsvcError, SourceFormatError
+from searchsvc.host import remove_abandoned
 from searchsvc.settings import Settings
+
+
+class BodyTooLarge(SearchsvcError):
+    """A write request's body longer than `max_write_body_bytes`."""
+
+    code = "body_too_large"
+
+
+class UnsupportedBodyType(SearchsvcError):
+    """A write request's body in a media type no reader reads; `details["accepted"]` lists those they do."""
+
+    code = "unsupported_media_type"
+
 
 # Media type -> the extension whose reader reads it (ingest/sources.py). JSON lines hold our
 # records, the arXiv OAI snapshot or OpenAlex works (told apart by the first record's fields);

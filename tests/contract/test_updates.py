@@ -12,8 +12,8 @@ from flask import Flask
 
 from searchsvc import create_app
 from searchsvc.backends import open_backend
-from searchsvc.ingest import updating
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations import update
+from searchsvc.operations.rebuild import rebuild
 from searchsvc.settings import load_settings
 from tests.helpers.backends import BackendFactory
 from tests.helpers.records import write_jsonl
@@ -115,7 +115,7 @@ def test_fifty_adds_search_like_a_rebuild_of_the_same_sources(
     for number, path in enumerate(adds):
         if number == len(adds) - 1:
             backend = open_backend(load_settings(updated, environ={}))
-        report = updating.add(backend, [path])
+        report = update.add(backend, [path])
         assert report.records == PER_ADD and report.changed_at is not None
         replaced += len(report.replaced)
     assert replaced >= ADDS  # every batch relists a paper
@@ -139,12 +139,12 @@ def test_removals_search_like_a_rebuild_without_those_papers(
     gone = {f"p{n:04d}" for n in range(0, BASE, 7)}
     for last, chunk in enumerate((sorted(gone)[:10], sorted(gone)[10:])):
         backend = open_backend(load_settings({**updated, **({} if last else _quick(factory))}, environ={}))
-        report = updating.remove(backend, [*chunk, "no-such-paper"])
+        report = update.remove(backend, [*chunk, "no-such-paper"])
         assert sorted(report.removed) == chunk
         assert report.missing == ["no-such-paper"]
 
     later = write_jsonl(folder / "later.jsonl", [_record(rng, BASE + n) for n in range(PER_ADD)])
-    assert len(updating.add(backend, [later]).added) == PER_ADD  # new papers, numbered after every record
+    assert len(update.add(backend, [later]).added) == PER_ADD  # new papers, numbered after every record
 
     rebuilt = factory.overrides(semantic_ranking=False)
     kept = write_jsonl(folder / "kept.jsonl", [r for r in records if r["id"] not in gone])

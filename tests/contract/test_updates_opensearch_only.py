@@ -31,9 +31,10 @@ from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress
-from searchsvc.ingest import updating
-from searchsvc.ingest.published import COLLECTIONS
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations import update
+from searchsvc.operations.published import COLLECTIONS
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from searchsvc.semantic.selection import rebuild_encoder
 from searchsvc.semantic.store import content_key, load, lookup, paper_text
 from searchsvc.settings import load_settings
@@ -128,7 +129,7 @@ def answers(backend: OpenSearchBackend) -> list[Any]:
     """Every query's hits (id, score), total and facet counts."""
     found = []
     for request in QUERIES:
-        result = backend.search(request)
+        result = search(backend, request)
         facets = {name: [(v.value, v.count, v.selected) for v in values] for name, values in result.facets.items()}
         found.append((request, [(hit.id, hit.score) for hit in result.hits], result.total, facets))
     return found
@@ -167,14 +168,14 @@ def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta
         files.append(write_jsonl(tmp_path / f"update-{number:02d}.jsonl", records.batch(removed)))
         if number == UPDATES - 1:  # the last update waits for the merge that makes scores a rebuild's
             backend = OpenSearchBackend(load_settings({**settings, "opensearch_merge_wait_s": 60}, environ={}))
-        report = updating.add(backend, [files[-1]])
+        report = update.add(backend, [files[-1]])
         assert len(report.added) >= 4
         replaced += report.replaced
         if number % 7 == 3:  # papers no record joined: a rebuild without their records has the rest
             alone = [f"p{n:04d}" for n in range(300) if f"p{n:04d}" not in removed | records.touched]
             gone = sorted(records.rng.sample(alone, 3))
             removed.update(gone)
-            assert updating.remove(backend, gone).removed == gone
+            assert update.remove(backend, gone).removed == gone
     kept = [r for r in map(json.loads, base.read_text().splitlines()) if r["id"] not in removed]
     fresh = rebuilt(factory, [write_jsonl(tmp_path / "base-kept.jsonl", kept), *files], vectors)
 
@@ -194,9 +195,7 @@ _KILLED_ADD = """
 import json, os, signal, sys
 from pathlib import Path
 from searchsvc.backends.opensearch import OpenSearchBackend
-from searchsvc.ingest import updating
-from searchsvc.semantic.selection import rebuild_encoder
-from searchsvc.semantic.store import content_key, load, lookup, paper_text
+from searchsvc.operations import update
 from searchsvc.settings import load_settings
 
 def load_half_then_die(self, name, papers, progress):
@@ -206,7 +205,7 @@ def load_half_then_die(self, name, papers, progress):
 
 sent, OpenSearchBackend._load = OpenSearchBackend._load, load_half_then_die
 settings = load_settings(json.loads(sys.argv[1]), environ={})
-updating.add(OpenSearchBackend(settings), [Path(sys.argv[2])])
+update.add(OpenSearchBackend(settings), [Path(sys.argv[2])])
 """
 
 
@@ -220,7 +219,7 @@ def test_a_killed_update_leaves_the_published_papers_serving_and_the_next_one_re
     backend = OpenSearchBackend(load_settings(settings, environ={}))
     rebuild(backend, [base])
     first = write_jsonl(tmp_path / "first.jsonl", records.batch(set()))
-    updating.add(backend, [first])
+    update.add(backend, [first])
     before, label = answers(backend), backend.published()
     batches = records.batch(set()) + records.batch(set())
     killed = write_jsonl(tmp_path / "killed.jsonl", batches)
@@ -248,7 +247,7 @@ def test_a_killed_update_leaves_the_published_papers_serving_and_the_next_one_re
     after = write_jsonl(tmp_path / "next.jsonl", records.batch(set()))
     (index,) = backend.generations.aliased()
     assert label == f"{index}.1"
-    assert updating.add(backend, [after]).generation == backend.published() == f"{index}.2"
+    assert update.add(backend, [after]).generation == backend.published() == f"{index}.2"
     assert PENDING not in meta(cluster, backend)
     with pytest.raises(PaperNotFound):
         backend.paper(new_id)
@@ -273,12 +272,12 @@ def test_an_update_the_cluster_refuses_half_way_changes_nothing_searches_see(
 
     monkeypatch.setattr(opensearch_backend.vectors, "documents", one_refused)
     with pytest.raises(RebuildFailed, match="refused paper"):
-        updating.add(backend, [refused])
+        update.add(backend, [refused])
     monkeypatch.undo()
 
     assert backend.published() == label
     assert answers(backend) == before
-    updating.add(backend, [refused])  # run again
+    update.add(backend, [refused])  # run again
     assert_same_answers(backend, rebuilt(factory, [base, refused], vectors))
 
 
@@ -300,7 +299,7 @@ def test_a_paper_replaced_while_the_index_is_embedded_never_gets_the_old_text_s_
     @contextmanager
     def writing_meanwhile(texts: int) -> Iterator[Any]:  # the catalogue is read: now a write replaces a paper
         if not writes:
-            writes.append(updating.add(backend, [write_jsonl(tmp_path / "b.jsonl", [first])], embed=False))
+            writes.append(update.add(backend, [write_jsonl(tmp_path / "b.jsonl", [first])], embed=False))
         with encoder(texts) as encode_chunks:
             yield encode_chunks
 

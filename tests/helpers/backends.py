@@ -17,7 +17,7 @@ from opensearchpy import OpenSearch
 
 from searchsvc import create_app
 from searchsvc.backends import open_backend
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
 from searchsvc.settings import Settings, load_settings
 from tests.helpers.records import write_jsonl
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.model import SearchRequest
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from tests.helpers.apps import settings_for
 from tests.helpers.records import write_jsonl
 
@@ -44,7 +45,7 @@ def build_index(
 
 def titles(backend: WhooshBackend) -> set[str]:
     """The titles of the first 100 papers `backend` serves."""
-    return {hit.title for hit in backend.search(SearchRequest(per_page=100)).hits}
+    return {hit.title for hit in search(backend, SearchRequest(per_page=100)).hits}
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ import pytest
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.core.model import SearchRequest
-from searchsvc.ingest import updating
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations import update
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from tests.helpers.apps import settings_for
 from tests.helpers.paths import SHARED_ACL
 from tests.helpers.servers import SEARCHSVC, environment
@@ -49,7 +50,7 @@ def test_a_killed_add_leaves_the_previous_generation_serving_and_the_next_add_su
     rebuild(backend, [base])
     store = GenerationStore(index_dir)
     published = store.published_name()
-    serving = backend.search(SearchRequest(q="translation")).total
+    serving = search(backend, SearchRequest(q="translation")).total
 
     env = environment(SEARCHSVC_INDEX_DIR=str(index_dir), SEARCHSVC_SEMANTIC_RANKING="false")
     with subprocess.Popen([str(SEARCHSVC), "add", str(added)], env=env, stdout=subprocess.DEVNULL) as victim:
@@ -60,9 +61,9 @@ def test_a_killed_add_leaves_the_previous_generation_serving_and_the_next_add_su
             victim.wait()
 
     assert store.published_name() == published
-    assert WhooshBackend(backend.settings).search(SearchRequest(q="translation")).total == serving
+    assert search(WhooshBackend(backend.settings), SearchRequest(q="translation")).total == serving
     assert lock_is_free(index_dir)
-    report = updating.add(backend, [added])
+    report = update.add(backend, [added])
     assert report.changed_at is not None and len(report.added) + len(report.replaced) > 0
     assert backend.status()["doc_count"] == WhooshBackend(backend.settings).status()["doc_count"]
     assert not any(index_dir.glob(".rebuild-papers-*"))  # the killed add's scratch copy is gone too

@@ -19,11 +19,13 @@ import pytest
 from opensearchpy import OpenSearch
 
 from searchsvc import create_app
-from searchsvc.backends.opensearch import OpenSearchBackend
+from searchsvc.backends.opensearch import OpenSearchBackend, search_bodies
+from searchsvc.backends.opensearch.cluster import QueryRejected
 from searchsvc.backends.opensearch.search_bodies import Plan
-from searchsvc.core.errors import QueryRejected, RebuildFailed, RebuildInProgress
+from searchsvc.core.errors import RebuildFailed, RebuildInProgress
 from searchsvc.core.model import SearchRequest
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from searchsvc.settings import load_settings
 from tests.helpers.apps import error_of
 from tests.helpers.backends import BackendFactory
@@ -69,8 +71,8 @@ def test_a_rebuild_moves_the_alias_and_deletes_the_old_index(
     assert second != first
     assert list(cluster_client.indices.get_alias(name=settings.opensearch_index)) == [second]
     assert not cluster_client.indices.exists(index=first)
-    assert backend.search(SearchRequest(q="numbat")).total == 5
-    assert backend.search(SearchRequest(q="wombat")).total == 0
+    assert search(backend, SearchRequest(q="numbat")).total == 5
+    assert search(backend, SearchRequest(q="wombat")).total == 0
     assert backend.status()["generation"] == second
 
 
@@ -116,7 +118,7 @@ def test_a_rebuild_failing_half_way_leaves_the_alias_where_it_was(
         rebuild(backend, [write_jsonl(tmp_path / "b.jsonl", made_up_papers("numbat", 5))])
     assert list(cluster_client.indices.get_alias(name=settings.opensearch_index)) == [serving]
     assert list(cluster_client.indices.get(index=f"{settings.opensearch_index}-2*")) == [serving]  # no partial index
-    assert backend.search(SearchRequest(q="wombat")).total == 3
+    assert search(backend, SearchRequest(q="wombat")).total == 3
 
 
 @pytest.mark.reliability
@@ -216,15 +218,17 @@ def test_a_wildcard_the_cluster_will_not_expand_is_a_400(factory: BackendFactory
 
 
 @pytest.mark.reliability
-def test_a_query_the_cluster_refuses_is_a_400_with_its_reason(factory: BackendFactory) -> None:
+def test_a_query_the_cluster_refuses_is_a_400_with_its_reason(
+    factory: BackendFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every query the service sends is well-formed; should the cluster refuse one anyway (a
     newer cluster, a plugin), the user gets a 400 with the cluster's reason, not a 500."""
     settings = factory.settings()
     backend = OpenSearchBackend(settings)
     rebuild(backend, [SEEDS])
     with pytest.raises(QueryRejected, match="the search cluster refused this query: .*no_such_query"):
-        backend._search({"query": {"no_such_query": {}}})
+        backend.searches.search({"query": {"no_such_query": {}}})
     app = create_app(factory.overrides(opensearch_index=settings.opensearch_index))
-    app.extensions["searchsvc"].backend._plan = lambda request: Plan(None, {"no_such_query": {}}, None, {})
+    monkeypatch.setattr(search_bodies, "plan", lambda request, tree: Plan(None, {"no_such_query": {}}, None, {}))
     error = error_of(app.test_client(), "/api/search?q=x", 400)
     assert error["code"] == "query_rejected" and "no_such_query" in error["message"]

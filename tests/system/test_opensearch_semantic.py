@@ -18,7 +18,8 @@ from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from searchsvc.semantic.store import StoredVectors, content_key, load, paper_text, save, store_file
 from searchsvc.settings import load_settings
 from tests.helpers.backends import BackendFactory
@@ -70,7 +71,7 @@ def test_semantic_ranking_is_pending_until_embedded_and_an_unchanged_rebuild_emb
     with monkeypatch_embed(backend):
         rebuild(backend, [source])
     assert backend.status()["semantic_ranking"] == "pending"
-    assert backend.search(SearchRequest(q="wombat")).total == 3  # searchable meanwhile, lexically
+    assert search(backend, SearchRequest(q="wombat")).total == 3  # searchable meanwhile, lexically
     assert backend.embed(no_progress) == 3
     assert backend.status()["semantic_ranking"] == "on"
     again = rebuild(backend, [source])
@@ -84,12 +85,12 @@ def test_semantic_ranking_is_pending_until_embedded_and_an_unchanged_rebuild_emb
 def test_both_engines_rank_by_meaning_alike(engines: dict[str, Backend], query: str) -> None:
     """The same vectors fused the same way. Lexical scores differ in detail (one BM25F score per
     word on Whoosh, per-field BM25 summed on OpenSearch), so close papers may swap further down."""
-    whoosh, opensearch = (engines[kind].search(SearchRequest(q=query)) for kind in ("whoosh", "opensearch"))
+    whoosh, opensearch = (search(engines[kind], SearchRequest(q=query)) for kind in ("whoosh", "opensearch"))
     assert opensearch.total == whoosh.total
     assert opensearch.hits[0].id == whoosh.hits[0].id
     ids = {kind: {hit.id for hit in result.hits} for kind, result in (("w", whoosh), ("o", opensearch))}
     assert len(ids["w"] ^ ids["o"]) <= 2  # at most one paper swapped across the page's edge
-    lexical = _lexical(engines["opensearch"]).search(SearchRequest(q=query))
+    lexical = search(_lexical(engines["opensearch"]), SearchRequest(q=query))
     assert [hit.score for hit in opensearch.hits] != [hit.score for hit in lexical.hits]  # fused, not lexical
 
 
@@ -97,7 +98,7 @@ def test_related_papers_by_meaning_agree_on_both_engines(engines: dict[str, Back
     """Whoosh scans every paper's vector; OpenSearch orders more_like_this's best 100 by the same
     cosine, so it can only miss a paper sharing none of the words more_like_this picked."""
     same = 0
-    for paper in engines["whoosh"].search(SearchRequest(q="recommendation", per_page=8)).hits:
+    for paper in search(engines["whoosh"], SearchRequest(q="recommendation", per_page=8)).hits:
         whoosh, opensearch = (
             [(hit.id, hit.score) for hit in engines[kind].related(paper.id, 5)] for kind in ("whoosh", "opensearch")
         )
@@ -116,7 +117,7 @@ def test_a_paper_without_a_vector_leaves_its_tier_lexical(
 ) -> None:
     """Only a tier whose candidates all have vectors is fused; the others rank by words alone."""
     opensearch = engines["opensearch"]
-    lacking = opensearch.search(SearchRequest(q="compositional embeddings")).hits[0]
+    lacking = search(opensearch, SearchRequest(q="compositional embeddings")).hits[0]
     stored = load(opensearch.vector_store)
     keep = stored.keys != content_key(paper_text(lacking.title, lacking.abstract))
     assert np.count_nonzero(~keep) == 1
@@ -128,7 +129,7 @@ def test_a_paper_without_a_vector_leaves_its_tier_lexical(
     lexical = _lexical(partial)
 
     def scores(backend: Backend, query: str) -> list[tuple[str, float | None]]:
-        return [(hit.id, hit.score) for hit in backend.search(SearchRequest(q=query, per_page=30)).hits]
+        return [(hit.id, hit.score) for hit in search(backend, SearchRequest(q=query, per_page=30)).hits]
 
     # Tier 0 (both words) holds the paper: lexical. Tier 1 (one word) has every vector: fused.
     words = dict(scores(lexical, "compositional embeddings"))

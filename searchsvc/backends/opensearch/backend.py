@@ -7,10 +7,8 @@ stores papers with their vectors; what comes first is core.ranking's policy, as 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from importlib.metadata import version
@@ -21,28 +19,29 @@ import numpy as np
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
-from searchsvc.backends.analysis import suggestible
-from searchsvc.backends.opensearch import in_place, respelling, search_bodies, vectors, word_rescoring
+from searchsvc.backends.opensearch import in_place, respelling, search_bodies, vectors
+from searchsvc.backends.opensearch.answer import OpenSearchAnswer, ask_word_statistics, word_rescorer
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect
-from searchsvc.backends.opensearch.facet_answers import facet_listing, lookup_values
+from searchsvc.backends.opensearch.facet_answers import lookup_values
 from searchsvc.backends.opensearch.hits import hit
-from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, TEXT_FIELDS, VECTOR, index_body
+from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.rebuilding import Generations
-from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
+from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, page
+from searchsvc.backends.opensearch.suggesting import suggestions
 from searchsvc.backends.opensearch.tier_candidates import TierCandidates, catalogue_ranks
-from searchsvc.core import spelling
+from searchsvc.backends.ports import Purpose
+from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
-from searchsvc.core.model import FACETS, FacetLookup, Hit, SearchRequest, SearchResult
+from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import meaning
-from searchsvc.core.ranking import rank_page, related_order
-from searchsvc.core.suggestions import Suggestion, combine, typed
-from searchsvc.core.text import fold, has_word_starting
-from searchsvc.ingest.collection import Change, Collection
+from searchsvc.core.query import Node
+from searchsvc.core.ranking import related_order
+from searchsvc.core.suggestions import Suggestion, typed
+from searchsvc.core.text import fold
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -78,7 +77,7 @@ class OpenSearchBackend:
 
     def build(
         self,
-        collection: Collection,
+        collection: Catalogue,
         progress: Callable[[int], None],
         provenance: dict[str, Any],
         ready: Callable[[str], None],
@@ -116,7 +115,7 @@ class OpenSearchBackend:
 
     def apply(
         self,
-        collection: Collection,
+        collection: Catalogue,
         change: Change,
         progress: Callable[[int], None],
         provenance: dict[str, Any],
@@ -144,7 +143,7 @@ class OpenSearchBackend:
         return in_place.label(index, published)
 
     def _write_held(
-        self, index: str, meta: dict[str, Any], collection: Collection, change: Change, progress: Callable[[int], None]
+        self, index: str, meta: dict[str, Any], collection: Catalogue, change: Change, progress: Callable[[int], None]
     ) -> None:
         """Record the ids the change writes in `_meta`, then write them, with refreshes held."""
         ids = in_place.touched(change, meta)
@@ -225,72 +224,45 @@ class OpenSearchBackend:
         generation = in_place.label(index, meta)
         return dict(meta, generation=generation, doc_count=count, semantic_ranking=semantic, **embedded)
 
-    def search(self, request: SearchRequest) -> SearchResult:
-        started = time.perf_counter()
-        deadline = self._deadline()
-        plan = self._plan(request)
-        ranked = plan.tree is not None and request.sort == "relevance"
+    @contextmanager
+    def answer(
+        self, request: SearchRequest, tree: Node | None, deadline: Deadline, purpose: Purpose
+    ) -> Iterator[OpenSearchAnswer]:
+        """One request: the matches' count, the all-words tier's, facets and respellings for a
+        page (only counts for an export), word statistics for BM25F, and the page itself when
+        browsing; a tier's candidates are asked for later, as the recipe needs them."""
+        plan = search_bodies.plan(request, tree)
+        ranked = tree is not None and request.sort == "relevance"
+        shown = purpose == "page"
+        aggs: Dsl = {}
+        if shown:
+            aggs |= search_bodies.facet_aggs(plan, self.settings) | search_bodies.selection_aggs(request, self.settings)
+        if plan.tiered:
+            aggs["all_words"] = plan.all_words_agg()
         body: Dsl = {
             "query": plan.scored,
             "post_filter": plan.post_filter,
-            "aggs": {
-                **search_bodies.facet_aggs(plan, self.settings),
-                **search_bodies.selection_aggs(request, self.settings),
-            },
+            "aggs": aggs,
             "track_total_hits": True,
             **self._timeout(),
-            **({"size": 0} if ranked else page(request.sort, request.start, request.per_page, highlight=True)),
+            **({"size": 0} if ranked else page(request.sort, request.start, request.per_page, highlight=shown)),
         }
-        if plan.tiered:
-            body["aggs"]["all_words"] = plan.all_words_agg()
-        words = self._ask_word_statistics(plan, body["aggs"]) if ranked else None
-        checks = respelling.checks(plan.tree)
+        words = ask_word_statistics(self.searches, self.client, self.alias, plan, aggs) if ranked else None
+        checks = respelling.checks(plan.tree) if shown else []
         if checks:
             spelling_aggs, body["suggest"] = respelling.aggs_and_suggesters(checks)
-            body["aggs"].update(spelling_aggs)
-        response = self._search(body)
+            aggs.update(spelling_aggs)
+        response = self.searches.search(body)
         deadline.check()
-        total = response["hits"]["total"]["value"]
-        aggs = response["aggregations"]
-        all_words = aggs["all_words"]["doc_count"] if plan.tiered else total
-        if ranked:
-            sizes = self._tier_sizes(plan, total, all_words)
-            rescorer = self._rescorer(words, aggs) if words else None
-            found = self._rank(plan, sizes, request.start, request.end, True, deadline, rescorer)
-        else:
-            found = [(doc, None) for doc in response["hits"]["hits"]]
-        limits = self.settings.facet_limits()
-        return SearchResult(
-            request=request,
-            total=total,
-            hits=[hit(doc, score) for doc, score in found],
-            facets={name: facet_listing(name, aggs, request, limits[name]) for name in FACETS},
-            took_ms=round((time.perf_counter() - started) * 1000, 2),
-            suggestion=self._suggestion(request, checks, response, all_words) if checks else None,
-        )
+        rescorer = word_rescorer(words, response.get("aggregations", {}), self.client) if words else None
+        tiers = TierCandidates(self.searches, plan, shown, self._timeout(), rescorer)
+        yield OpenSearchAnswer(self.searches, self.settings, request, plan, response, tiers, checks)
 
-    def export(self, request: SearchRequest, limit: int) -> list[Paper]:
-        """The first `limit` papers of the whole ordered result set, ranked as a search's are."""
-        deadline = self._deadline()
-        plan = self._plan(request)
-        body: Dsl = {"query": plan.scored, "post_filter": plan.post_filter, **self._timeout()}
-        if plan.tree is None or request.sort != "relevance":
-            docs = self._search(body | page(request.sort, 0, limit, highlight=False))["hits"]["hits"]
-            return [Paper.from_stored(doc["_source"]) for doc in docs]
-        counts = body | {"size": 0, "track_total_hits": True, "aggs": {}}
-        if plan.tiered:
-            counts["aggs"]["all_words"] = plan.all_words_agg()
-        words = self._ask_word_statistics(plan, counts["aggs"])
-        response = self._search(counts)
-        total = response["hits"]["total"]["value"]
-        all_words = response["aggregations"]["all_words"]["doc_count"] if plan.tiered else total
-        rescorer = self._rescorer(words, response["aggregations"]) if words else None
-        ranked = self._rank(plan, self._tier_sizes(plan, total, all_words), 0, limit, False, deadline, rescorer)
-        return [Paper.from_stored(doc["_source"]) for doc, _score in ranked]
-
-    def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
+    def facet_values(
+        self, name: str, prefix: str, request: SearchRequest, tree: Node | None, limit: int
+    ) -> FacetLookup:
         """Values of `name` with a word starting with `prefix`, counted as the search's facets are."""
-        plan = self._plan(request)
+        plan = search_bodies.plan(request, tree)
         body = {
             "query": plan.scored,
             "size": 0,
@@ -300,35 +272,17 @@ class OpenSearchBackend:
             },
             **self._timeout(),
         }
-        shown = lookup_values(name, prefix, self._search(body)["aggregations"], request)
+        shown = lookup_values(name, prefix, self.searches.search(body)["aggregations"], request)
         return FacetLookup(name=name, prefix=prefix, values=shown[:limit], truncated=len(shown) > limit)
 
     def suggest(self, q: str, limit: int) -> list[Suggestion]:
-        """Author completions counted by a terms aggregation; word completions found in a sample of
-        the papers holding them (search_bodies.word_completions), then counted over every paper
-        and field as the Whoosh vocabulary counts them."""
+        """Completions of the query's last word: authors, then words (suggesting.py)."""
         start = typed(q)
         if start is None:
             return []
-        authors_body = {**search_bodies.author_completions(start.prefix, limit), **self._timeout()}
-        buckets = self._search(authors_body)["aggregations"]["authors"]["buckets"]
-        names = [(bucket["shown"]["buckets"][0]["key"], bucket["doc_count"]) for bucket in buckets]
-        authors = [(name, papers) for name, papers in names if has_word_starting(name, start.prefix)]
-        words = self._completed_words(start.prefix, limit)
+        found = suggestions(self.searches, start, limit, self._timeout)
         self._deadline().check()
-        return combine(start, _best(words, limit), _best(authors, limit), limit)
-
-    def _completed_words(self, prefix: str, limit: int) -> list[tuple[str, int]]:
-        """Words starting with `prefix` found in a sample, each with its papers per field added up."""
-        words_body = {**search_bodies.word_completions(prefix, limit), **self._timeout()}
-        sample = self._search(words_body)["aggregations"]["sample"]
-        found = sorted({bucket["key"] for field in TEXT_FIELDS for bucket in sample[field]["buckets"]})
-        if not found:
-            return []
-        counted = self._search({**search_bodies.word_papers(found), **self._timeout()})["aggregations"]["papers"]
-        buckets = counted["buckets"]
-        papers = {word: sum(buckets[f"{field}:{word}"]["doc_count"] for field in TEXT_FIELDS) for word in found}
-        return [(word, count) for word, count in papers.items() if count and suggestible(word)]
+        return found
 
     def paper(self, paper_id: str) -> Paper:
         return Paper.from_stored(self._stored(paper_id, SOURCE))
@@ -350,7 +304,7 @@ class OpenSearchBackend:
             "highlight": HIGHLIGHT,
             **self._timeout(),
         }
-        docs = self._search(body)["hits"]["hits"]
+        docs = self.searches.search(body)["hits"]["hits"]
         candidates = vectors.vectors_of(doc["_source"] for doc in docs) if own_vector is not None else None
         if own_vector is None or candidates is None:
             return [hit(doc, round(doc["_score"], 4)) for doc in docs[:limit]]
@@ -360,12 +314,6 @@ class OpenSearchBackend:
 
     # Parts of a search ----------------------------------------------------------
 
-    def _plan(self, request: SearchRequest) -> Plan:
-        return search_bodies.plan(request, self.settings)
-
-    def _search(self, body: Dsl) -> dict[str, Any]:
-        return self.searches.search(body)
-
     def _timeout(self) -> Dsl:
         """The cluster's own time limit for one search: what is left of the request's budget."""
         return {"timeout": f"{self._deadline().remaining_ms()}ms"}
@@ -373,61 +321,6 @@ class OpenSearchBackend:
     def _deadline(self) -> Deadline:
         """The request's one budget (core.deadline), or a new one outside a request."""
         return budget(self.settings.search_time_limit_ms)
-
-    @staticmethod
-    def _tier_sizes(plan: Plan, total: int, all_words: int) -> list[int]:
-        return [all_words, total - all_words] if plan.tiered else [total]
-
-    def _ask_word_statistics(self, plan: Plan, aggs: Dsl) -> tuple[list[word_rescoring.ScoredWord], bool] | None:
-        """For a query of plain words: the words it scores by BM25F and whether they are a group,
-        with the aggregation of their statistics added to `aggs` (the search's first request)."""
-        typed = word_rescoring.plain_words(plan.tree)
-        if typed is None:
-            return None
-        words = self.searches.asked(lambda: word_rescoring.analysed(typed, self.client, self.alias))
-        if not words:
-            return None
-        aggs.update(word_rescoring.statistics_aggs(words))
-        return words, typed.grouped
-
-    def _rescorer(
-        self, words: tuple[list[word_rescoring.ScoredWord], bool], aggs: Dsl
-    ) -> word_rescoring.WordRescorer | None:
-        stats = word_rescoring.statistics(aggs)
-        return None if stats is None else word_rescoring.WordRescorer(*words, stats, self.client)
-
-    def _rank(
-        self,
-        plan: Plan,
-        sizes: list[int],
-        start: int,
-        end: int,
-        highlight: bool,
-        deadline: Deadline,
-        rescorer: word_rescoring.WordRescorer | None,
-    ) -> list[tuple[Dsl, float]]:
-        """Hit documents of places [start, end), with their scores, by the core ranking policy."""
-        source = TierCandidates(self.searches, plan, highlight, self._timeout(), rescorer)
-        ranked = rank_page(sizes, start, end, source, self._meaning(plan), deadline)
-        return [(doc, round(score, 4)) for doc, score in ranked]
-
-    def _meaning(self, plan: Plan) -> Callable[[], np.ndarray] | None:
-        """The query's vector, if this search is ranked by meaning too (computed when needed)."""
-        text = meaning(plan.tree)
-        if not (self.settings.semantic_ranking and text):
-            return None
-        return lambda: query_encoder(self.settings).encode([text])[0]
-
-    def _suggestion(
-        self, request: SearchRequest, checks: list[spelling.Check], response: Dsl, all_words: int
-    ) -> str | None:
-        """A respelling of words no paper contains, if it finds more papers ("did you mean")."""
-        corrected = spelling.respelled_query(request.q, respelling.respellings(checks, response))
-        if corrected is None:
-            return None
-        alternative = self._plan(replace(request, q=corrected))
-        finds = self.searches.count(alternative.finds_all_words())
-        return corrected if spelling.worth_offering(finds, all_words) else None
 
     def _stored(self, paper_id: str, fields: list[str]) -> Dsl:
         with cluster_errors(self._where):
@@ -441,8 +334,3 @@ class OpenSearchBackend:
                 raise PaperNotFound(f"no paper with id {paper_id!r}", {"id": paper_id}) from None
         source: Dsl = found["_source"]
         return source
-
-
-def _best(found: list[tuple[str, int]], limit: int) -> list[tuple[str, int]]:
-    """The `limit` with the most papers, ties alphabetical (as the Whoosh backend orders them)."""
-    return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]

@@ -13,8 +13,15 @@ from typing import Any
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
-from searchsvc.core.errors import IndexUnavailable, QueryRejected, QuerySyntaxError, QueryTooBroad, SearchTimedOut
+from searchsvc.core.errors import IndexUnavailable, QuerySyntaxError, QueryTooBroad, SearchTimedOut
 from searchsvc.settings import Settings
+
+
+class QueryRejected(QuerySyntaxError):
+    """A query the search cluster refuses to run (OpenSearch backend); the cluster's reason is given."""
+
+    code = "query_rejected"
+    label = "query rejected"
 
 
 class PartialAnswer(IndexUnavailable):

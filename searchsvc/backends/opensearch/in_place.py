@@ -16,8 +16,8 @@ from typing import Any
 
 from searchsvc.backends.opensearch.mapping import EXPUNGE_EVERY_DELETE
 from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.paper import Paper
-from searchsvc.ingest.collection import Change, Collection
 
 CHANGES = "changes"  # in _meta: updates published since the index was built
 PENDING = "pending_ids"  # in _meta: the ids an update is writing; left behind only by one that died
@@ -38,7 +38,7 @@ def touched(change: Change, meta: dict[str, Any]) -> list[str]:
     return sorted(set(ids))
 
 
-def rewritten(collection: Collection, change: Change, ids: list[str]) -> list[Paper]:
+def rewritten(collection: Catalogue, change: Change, ids: list[str]) -> list[Paper]:
     """The papers to index: the change's, and the other touched ids' as the collection holds them."""
     papers = {paper.id: paper for paper in change.added}
     for paper_id in ids:
@@ -54,7 +54,7 @@ def deletions(index: str, ids: list[str]) -> list[Dsl]:
     return [{"_op_type": "delete", "_index": index, "_id": paper_id} for paper_id in ids]
 
 
-def published_meta(meta: dict[str, Any], collection: Collection, provenance: dict[str, Any]) -> dict[str, Any]:
+def published_meta(meta: dict[str, Any], collection: Catalogue, provenance: dict[str, Any]) -> dict[str, Any]:
     """The `_meta` that publishes an update: one more change, no pending ids, the new counts."""
     kept = {key: value for key, value in meta.items() if key != PENDING}
     return {

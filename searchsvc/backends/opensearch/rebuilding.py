@@ -22,7 +22,7 @@ from opensearchpy.helpers import streaming_bulk
 from searchsvc.backends.opensearch.cluster import cluster_errors, failure_reason
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION
 from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
-from searchsvc.core.processes import running
+from searchsvc.host import running
 
 BULK_CHUNK = 500
 _REPLICAS_WAIT = 120  # seconds, for the new index's replicas before the alias moves to it

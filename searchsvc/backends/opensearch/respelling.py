@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from searchsvc.backends.opensearch.mapping import EXACT, TEXT_FIELDS
 from searchsvc.backends.opensearch.querying import WORDS, Dsl
-from searchsvc.core import spelling
+from searchsvc.core import edits, spelling
 from searchsvc.core.query import Node
 from searchsvc.core.text import fold
 
@@ -37,7 +37,7 @@ def aggs_and_suggesters(checks: list[spelling.Check]) -> tuple[Dsl, Dsl]:
                 "suggest_mode": "missing",
                 "prefix_length": 1,  # the core rule trusts the first letter anyway
                 "min_word_length": spelling.MIN_WORD_LENGTH,
-                "max_edits": spelling.MAX_EDITS,
+                "max_edits": edits.MAX_EDITS,
                 "size": _OPTIONS,
             },
         }

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, VECTOR
 from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
 from searchsvc.core.model import FACETS, SearchRequest
-from searchsvc.core.query import Node, check_term_count, parse, required_words
+from searchsvc.core.query import Node, required_words
 from searchsvc.settings import Settings
 
 SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers"]
@@ -76,9 +76,8 @@ class Plan:
         return {"bool": {"must": [self.scored], "filter": [wanted]}}
 
 
-def plan(request: SearchRequest, settings: Settings) -> Plan:
-    tree = parse(request.q)
-    check_term_count(tree, settings.max_query_terms)
+def plan(request: SearchRequest, tree: Node | None) -> Plan:
+    """The bodies' parts for `request`, its query parsed and checked as `tree`."""
     required = required_words(tree)
     return Plan(
         tree=tree,

@@ -3,45 +3,39 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import cached_property, partial, wraps
+from functools import partial, wraps
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import numpy as np
 from whoosh import query
 
 from searchsvc.backends.analysis import SEARCH_FIELDS
 from searchsvc.backends.bm25f import FIELD_WEIGHTS
-from searchsvc.backends.whoosh import word_scores
-from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored, top_scored
-from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
+from searchsvc.backends.ports import Purpose
+from searchsvc.backends.whoosh.answer import WhooshAnswer, hits_of, match
+from searchsvc.backends.whoosh.deadline_collectors import top_scored
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.generations import FILES, GenerationStore
-from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
+from searchsvc.backends.whoosh.highlighting import MatchedWords
 from searchsvc.backends.whoosh.incremental import link_previous, write_update
 from searchsvc.backends.whoosh.indexing import write_index
-from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
-from searchsvc.backends.whoosh.spelling import unstemmed_tokens as _unstemmed_tokens
 from searchsvc.backends.whoosh.spelling import write_vocabulary
 from searchsvc.backends.whoosh.unmapped import open_index
-from searchsvc.core import spelling
+from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
-from searchsvc.core.model import FacetLookup, Hit, SearchRequest, SearchResult
+from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import Node, check_term_count, meaning, parse
-from searchsvc.core.ranking import Candidates, rank_page, related_order
+from searchsvc.core.query import Node
+from searchsvc.core.ranking import related_order
 from searchsvc.core.suggestions import Suggestion, typed
-from searchsvc.ingest.collection import Change, Collection
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -96,7 +90,7 @@ class WhooshBackend:
 
     def build(
         self,
-        collection: Collection,
+        collection: Catalogue,
         progress: Callable[[int], None],
         provenance: dict[str, Any],
         ready: Callable[[str], None],
@@ -117,7 +111,7 @@ class WhooshBackend:
 
     def apply(
         self,
-        collection: Collection,
+        collection: Catalogue,
         change: Change,
         progress: Callable[[int], None],
         provenance: dict[str, Any],
@@ -144,7 +138,7 @@ class WhooshBackend:
     def _publish(
         self,
         write: Callable[[Path], None],
-        collection: Collection,
+        collection: Catalogue,
         provenance: dict[str, Any],
         ready: Callable[[str], None],
         known_digests: dict[str, str],
@@ -220,42 +214,22 @@ class WhooshBackend:
         doc_count = gen.searcher.doc_count()
         return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic, **embedded)
 
-    @_in_turn
-    def search(self, request: SearchRequest) -> SearchResult:
-        """Every stage (parse, match, score, rank, highlight, facets, spelling) checks the request's deadline."""
-        started = time.perf_counter()
-        found = self._match(request, self._deadline())
-        ranked = self._rank(found, request)
-        words = matched_words(found.compiled.scored) if found.compiled else MatchedWords()
-        hits = self._hits(found.gen, ranked, words, found.deadline)
-        facets = found.gen.facets.counts(found.matched, found.filters, request, self.settings.facet_limits())
-        found.deadline.check()
-        suggestion = self._suggestion(found, request)
-        found.deadline.check()
-        return SearchResult(
-            request=request,
-            total=int(np.count_nonzero(found.allowed)),
-            hits=hits,
-            facets=facets,
-            took_ms=round((time.perf_counter() - started) * 1000, 2),
-            suggestion=suggestion,
-        )
+    @contextmanager
+    def answer(
+        self, request: SearchRequest, tree: Node | None, deadline: Deadline, purpose: Purpose
+    ) -> Iterator[WhooshAnswer]:
+        """The matches of `tree` on the served generation, scored, for the search recipe to ask
+        further (the turn is held meanwhile: see `_in_turn`). Facets and highlights are computed
+        only when asked, so `purpose` changes nothing here."""
+        with deadline.turn(self._turn):
+            gen = self._generations.get()
+            yield WhooshAnswer(match(gen, request, tree, deadline, self.settings), request, tree, self.settings)
 
     @_in_turn
-    def export(self, request: SearchRequest, limit: int) -> list[Paper]:
-        """The first `limit` papers of the whole ordered result set."""
-        found = self._match(request, self._deadline())
-        ranked = self._rank(found, replace(request, page=1, per_page=limit))
-        papers = []
-        for docnum, _ in ranked:
-            found.deadline.check()
-            papers.append(Paper.from_stored(found.gen.searcher.stored_fields(docnum)))
-        found.deadline.check()
-        return papers
-
-    @_in_turn
-    def facet_values(self, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
-        found = self._match(request, self._deadline())
+    def facet_values(
+        self, name: str, prefix: str, request: SearchRequest, tree: Node | None, limit: int
+    ) -> FacetLookup:
+        found = match(self._generations.get(), request, tree, self._deadline(), self.settings)
         values, truncated = found.gen.facets.lookup(name, prefix, found.matched, found.filters, request, limit)
         found.deadline.check()
         return FacetLookup(name=name, prefix=prefix, values=values, truncated=truncated)
@@ -296,7 +270,7 @@ class WhooshBackend:
         else:
             nearest = self._more_like_this(gen, docnum, key_terms, limit, deadline)
         words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
-        return self._hits(gen, [(other, round(score, 4)) for other, score in nearest], words, deadline)
+        return hits_of(gen, [(other, round(score, 4)) for other, score in nearest], words, deadline)
 
     def _more_like_this(
         self, gen: OpenGeneration, docnum: int, key_terms: list[tuple[str, float]], limit: int, deadline: Deadline
@@ -315,130 +289,6 @@ class WhooshBackend:
     def _deadline(self) -> Deadline:
         """The request's one deadline (core.deadline.request_budget), shared by every call it makes."""
         return budget(self.settings.search_time_limit_ms)
-
-    def _match(self, request: SearchRequest, deadline: Deadline) -> _Found:
-        """The papers the query matches, and those the filters let through."""
-        gen = self._generations.get()
-        deadline.check()
-        tree = parse(request.q)
-        check_term_count(tree, self.settings.max_query_terms)
-        compiled = (
-            None
-            if tree is None
-            else QueryCompiler(gen.searcher.reader(), self.settings.max_wildcard_terms, deadline).compile(tree)
-        )
-        deadline.check()
-        words_plan = None if compiled is None else word_scores.plan(compiled, gen.searcher)
-        scored = None
-        if compiled is None:
-            matched = gen.all_docs
-        elif words_plan is not None:
-            scored = word_scores.score(words_plan, gen.postings, gen.searcher, deadline.check)
-            matched = scored.matched & gen.all_docs  # matchers see an update's deleted papers too
-        else:
-            docs, scores = all_scored(gen.searcher, compiled.scored, deadline)
-            matched = _mask(gen, docs) & gen.all_docs
-            dense = np.zeros(len(matched), dtype=np.float64)
-            dense[docs] = scores
-            scored = word_scores.Scored(matched, dense, None)
-        filters = gen.facets.filters(request)
-        deadline.check()
-        allowed = intersect(matched, list(filters.values()))
-        return _Found(gen, tree, compiled, matched, filters, allowed, deadline, scored)
-
-    def _rank(self, found: _Found, request: SearchRequest) -> list[tuple[int, float | None]]:
-        """The requested page as (docnum, score), by the core ranking policy; ties and the
-        newest and oldest sorts in catalogue order (doc_order.DocOrder)."""
-        gen, compiled = found.gen, found.compiled
-        if compiled is None or request.sort != "relevance":
-            by = gen.order.by_oldest if request.sort == "oldest" else gen.order.by_newest
-            page = by[found.allowed[by]][request.start : request.end]
-            return [(int(docnum), None) for docnum in page]
-        tiers = [found.allowed] if compiled.required is None else [found.all_words, found.allowed & ~found.all_words]
-        sizes = [int(np.count_nonzero(tier)) for tier in tiers]
-        source = _TierCandidates(found, tiers)
-        ranked = rank_page(sizes, request.start, request.end, source, self._meaning(found), found.deadline)
-        return [(docnum, round(score, 4)) for docnum, score in ranked]
-
-    def _meaning(self, found: _Found) -> Callable[[], np.ndarray] | None:
-        """The query's vector, if this search is ranked by meaning too (computed when needed)."""
-        text = meaning(found.tree)
-        if not (self.settings.semantic_ranking and text) or found.gen.vectors.get() is None:
-            return None  # off, nothing to mean, or the rebuild is still embedding this generation
-        return lambda: query_encoder(self.settings).encode([text])[0]
-
-    def _suggestion(self, found: _Found, request: SearchRequest) -> str | None:
-        """A respelling of words no paper contains, if it finds more papers ("did you mean")."""
-        checks = spelling.checks(found.tree, _unstemmed_tokens)
-        respellings = spelling.respellings(checks, found.gen.vocabulary, found.deadline)
-        corrected = spelling.respelled_query(request.q, respellings)
-        if corrected is None:
-            return None
-        alternative = self._match(replace(request, q=corrected), found.deadline)
-        finds_more = spelling.worth_offering(
-            int(np.count_nonzero(alternative.all_words)), int(np.count_nonzero(found.all_words))
-        )
-        return corrected if finds_more else None
-
-    def _hits(
-        self, gen: OpenGeneration, ranked: list[tuple[int, float | None]], words: MatchedWords, deadline: Deadline
-    ) -> list[Hit]:
-        """The page's papers, highlighted: up to max_per_page abstracts, so the clock is read before each
-        and after the last."""
-        hits = []
-        for docnum, score in ranked:
-            deadline.check()
-            hits.append(self._hit(gen, docnum, score, words))
-        deadline.check()
-        return hits
-
-    def _hit(self, gen: OpenGeneration, docnum: int, score: float | None, words: MatchedWords) -> Hit:
-        paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
-        return Hit.of(paper, score, highlight_title(paper.title, words), highlight_abstract(paper.abstract, words))
-
-
-class _TierCandidates:
-    """A search's tiers as the core ranking policy asks for them: places in lexical order."""
-
-    def __init__(self, found: _Found, tiers: list[Mask]) -> None:
-        self._found = found
-        self._tiers = tiers
-
-    def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[int]:
-        assert self._found.scored is not None  # set for every query
-        rank = self._found.gen.order.rank
-        best = word_scores.top(self._found.scored.scores, self._tiers[tier], rank, low, high)
-        docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
-        scores = np.array([score for _, score in best], dtype=np.float64)
-        vectors = self._found.gen.vectors.get() if with_vectors else None
-        return Candidates(docs.tolist(), scores, rank[docs], None if vectors is None else vectors[docs])
-
-
-@dataclass(frozen=True)
-class _Found:
-    gen: OpenGeneration
-    tree: Node | None
-    compiled: CompiledQuery | None
-    matched: Mask  # what the query matches
-    filters: Filters
-    allowed: Mask  # ... and the filters let through
-    deadline: Deadline  # of the request this match is for
-    scored: word_scores.Scored | None  # every match's score (None when browsing without a query)
-
-    @cached_property
-    def all_words(self) -> Mask:
-        """Allowed papers matching all words of a group (every allowed paper for other queries)."""
-        if self.compiled is None or self.compiled.required is None:
-            return self.allowed
-        if self.scored is not None and self.scored.all_words is not None:
-            return self.allowed & self.scored.all_words
-        return self.allowed & _mask(self.gen, all_matching(self.gen.searcher, self.compiled.required, self.deadline))
-
-
-def _mask(gen: OpenGeneration, docnums: Iterable[int] | np.ndarray) -> Mask:
-    mask = np.zeros(gen.facets.doc_count, dtype=bool)
-    mask[docnums if isinstance(docnums, np.ndarray) else np.fromiter(docnums, dtype=np.int64)] = True
-    return mask
 
 
 def _docnum(gen: OpenGeneration, paper_id: str) -> int:

@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from searchsvc.core.durable import fsync_dir
 from searchsvc.core.errors import IndexUnavailable, RebuildInProgress
+from searchsvc.host import fsync_dir
 
 POINTER = "CURRENT"
 GENERATIONS = "generations"

@@ -39,9 +39,9 @@ from searchsvc.backends.whoosh.live_statistics import (
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.backends.whoosh.spelling import VOCABULARY_FILE
 from searchsvc.backends.whoosh.unmapped import open_index
+from searchsvc.core.catalogue import Change
 from searchsvc.core.paper import Paper
 from searchsvc.core.vocabulary import Vocabulary
-from searchsvc.ingest.collection import Change
 from searchsvc.semantic.store import KEY_BYTES, content_key
 
 MAX_SMALL_SEGMENTS = 8  # an update's segment is small: below a tenth of the largest segment

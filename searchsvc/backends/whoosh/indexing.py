@@ -29,8 +29,8 @@ from whoosh.codec.base import Segment
 from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.schema import build_schema
+from searchsvc.core.catalogue import Catalogue
 from searchsvc.core.paper import Paper
-from searchsvc.ingest.collection import Collection
 
 Progress = Callable[[int], None]
 # Each process writes at least this many papers. Forking and one more segment per search
@@ -42,7 +42,7 @@ PROCESSES: int | None = None  # writer processes at most; None: one per CPU core
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
-def write_index(directory: Path, collection: Collection, memory_mb: int, progress: Progress) -> None:
+def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress: Progress) -> None:
     """Index `collection` into `directory`: one segment per process, committed once.
 
     Documents are numbered in the collection's newest-first catalogue order (segment after
@@ -111,7 +111,7 @@ def indexed_text(paper: Paper) -> dict[str, str]:
 
 
 def _write_in_children(
-    ix: index.Index, collection: Collection, runs: list[tuple[int, int]], memory_mb: int, progress: Progress
+    ix: index.Index, collection: Catalogue, runs: list[tuple[int, int]], memory_mb: int, progress: Progress
 ) -> list[Segment]:
     """Each run written as one segment by a forked child (which reads its run from the collection's
     file); the segments in run order."""
@@ -159,7 +159,7 @@ def _check_alive(children: list[Any], segments: dict[int, Segment]) -> None:
 
 def _child(
     ix: index.Index,
-    collection: Collection,
+    collection: Catalogue,
     run: tuple[int, int],
     memory_mb: int,
     number: int,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from searchsvc.backends.analysis import suggestible
+from searchsvc.backends.whoosh.completion import Completions
 from searchsvc.backends.whoosh.facets import FacetIndex
-from searchsvc.core.completion import Completions
 from searchsvc.core.suggestions import Suggestion, Typed, combine
 from searchsvc.core.text import word_tails
 from searchsvc.core.vocabulary import Vocabulary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from searchsvc.core import fusion, spelling
+from searchsvc.core import edits, fusion, spelling
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.query import parse
@@ -124,4 +124,4 @@ def test_short_words_and_numbers_are_not_respelled() -> None:
     [("", "", 0), ("abc", "abc", 0), ("abc", "acb", 1), ("kitten", "sitting", 3), ("ca", "abc", 3), ("a", "", 1)],
 )
 def test_edit_distance_counts_a_swap_of_neighbours_as_one_edit(a: str, b: str, distance: int) -> None:
-    assert spelling.edit_distance(a, b) == distance
+    assert edits.edit_distance(a, b) == distance

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from searchsvc.core.completion import Completions
+from searchsvc.backends.whoosh.completion import Completions
 from searchsvc.core.suggestions import Suggestion, Typed, combine, typed
 from searchsvc.core.text import word_tails
 

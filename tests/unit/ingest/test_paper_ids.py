@@ -13,7 +13,7 @@ from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.paper import MAX_ID_CHARS, id_problem, paper_id_for_title
 from searchsvc.ingest.jsonl import read_jsonl
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
 from tests.helpers.apps import app_for, settings_for
 from tests.helpers.records import jsonl
 

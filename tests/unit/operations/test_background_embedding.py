@@ -9,8 +9,7 @@ from pathlib import Path
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.ingest import updating
-from searchsvc.operations import background_embedding
+from searchsvc.operations import background_embedding, update
 from searchsvc.operations.background_embedding import embed_pending
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex
@@ -70,7 +69,7 @@ def test_a_change_published_while_it_embeds_is_embedded_too(
     newcomers: list[int | None] = []
 
     def write() -> None:  # what a write through the API does: publish, then start a process
-        report = updating.add(backend, [write_jsonl(tmp_path / "new.jsonl", made_up_papers("numbat", 2))], embed=False)
+        report = update.add(backend, [write_jsonl(tmp_path / "new.jsonl", made_up_papers("numbat", 2))], embed=False)
         assert report.semantic_ranking == "pending"
         newcomers.append(embed_pending(fresh(backend)))  # finds the lock taken and leaves
 

@@ -64,10 +64,10 @@ def test_a_wildcard_expanding_beyond_the_limit_is_a_400(seed_app_with: Callable[
 def test_an_unexpected_failure_is_a_json_500_without_internals(
     seed_app: Flask, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(request):
+    def broken(*_: object) -> None:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(seed_app.extensions["searchsvc"].backend, "search", broken)
+    monkeypatch.setattr(seed_app.extensions["searchsvc"].backend, "answer", broken)
     error = error_of(seed_app.test_client(), "/api/search", 500)
     assert error == {
         "code": "internal_error",

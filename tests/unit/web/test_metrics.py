@@ -158,8 +158,7 @@ def test_timeouts_are_counted(metered_app: Flask, monkeypatch: pytest.MonkeyPatc
     client = metered_app.test_client()
     before = value(scrape(client), "searchsvc_search_timeouts_total")
     engine = metered_app.extensions["searchsvc"].backend._backend  # under the counting wrapper
-    monkeypatch.setattr(engine, "search", stuck)
-    monkeypatch.setattr(engine, "export", stuck)
+    monkeypatch.setattr(engine, "answer", stuck)
     assert client.get("/api/search?q=embedding").status_code == 503
     assert client.get("/?q=embedding").status_code == 503
     assert client.get("/api/export?format=csv").status_code == 503

@@ -117,7 +117,7 @@ def test_an_unexpected_failure_is_a_500_page_without_internals(
     def broken(*_: object) -> None:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(app.extensions["searchsvc"].backend, "search", broken)
+    monkeypatch.setattr(app.extensions["searchsvc"].backend, "answer", broken)
     monkeypatch.setattr(app.logger, "disabled", True)  # the logger is shared by every app: restore it
     response = app.test_client().get("/?q=x")
     html = response.get_data(as_text=True)

@@ -354,16 +354,16 @@ def test_a_temporary_folder_left_by_a_killed_worker_is_removed_by_the_next_write
 
 
 def test_the_body_file_is_private(client: FlaskClient, backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch) -> None:
-    from searchsvc.ingest import updating
+    from searchsvc.operations import update
 
     seen: dict[str, int] = {}
-    real_add = updating.add
+    real_add = update.add
 
     def add(backend_: Any, sources: list[Path], *args: Any, **kwargs: Any) -> Any:
         seen["file"] = sources[0].stat().st_mode & 0o777
         seen["folder"] = sources[0].parent.stat().st_mode & 0o777
         return real_add(backend_, sources, *args, **kwargs)
 
-    monkeypatch.setattr(updating, "add", add)
+    monkeypatch.setattr(update, "add", add)
     assert post(client, jsonl(NEW_PAPERS)).status_code == 200
     assert seen == {"file": 0o600, "folder": 0o700}

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from searchsvc.backends.opensearch import in_place
+from searchsvc.core.catalogue import Change
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation
-from searchsvc.ingest.collection import Change, MergeStore
+from searchsvc.ingest.collection import MergeStore
 
 
 def _paper(paper_id: str, title: str = "A paper") -> Paper:

@@ -18,7 +18,8 @@ from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProg
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.ingest.collection import Collection
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex, build_index, titles
 from tests.helpers.paths import SEEDS
@@ -127,7 +128,7 @@ def test_running_backend_switches_to_a_new_generation(backend: WhooshBackend, tm
 def test_search_without_a_published_index(tmp_path: Path) -> None:
     backend = WhooshBackend(settings_for(tmp_path / "empty"))
     with pytest.raises(IndexUnavailable, match="no index is published: run `searchsvc rebuild`"):
-        backend.search(SearchRequest())
+        search(backend, SearchRequest())
 
 
 def test_serving_backend_keeps_its_generation_until_it_switches(backend: WhooshBackend) -> None:
@@ -153,9 +154,9 @@ def test_damaged_generation_is_reported_not_crashed_on(backend: WhooshBackend) -
             stream.truncate(segment.stat().st_size // 2)
     fresh = WhooshBackend(settings_for(backend.settings.index_dir))
     with pytest.raises(IndexUnavailable, match=rf"cannot open index generation {generation.name}: "):
-        fresh.search(SearchRequest())
+        search(fresh, SearchRequest())
     rebuild(fresh, [SEEDS])  # a successful rebuild recovers without a restart
-    assert fresh.search(SearchRequest()).total == 28
+    assert search(fresh, SearchRequest()).total == 28
 
 
 @pytest.mark.reliability
@@ -165,7 +166,7 @@ def test_index_built_by_another_schema_version_asks_for_a_rebuild(backend: Whoos
     manifest_path.write_text(json.dumps(dict(manifest, schema_version=manifest["schema_version"] - 1)))
     fresh = WhooshBackend(settings_for(backend.settings.index_dir))
     with pytest.raises(IndexUnavailable, match=r"built with schema version \d+, .* run `searchsvc rebuild`"):
-        fresh.search(SearchRequest())
+        search(fresh, SearchRequest())
 
 
 @pytest.mark.reliability

@@ -11,7 +11,8 @@ from searchsvc.backends.whoosh import live_statistics
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import catalogue_key
-from searchsvc.ingest import updating
+from searchsvc.operations import update
+from searchsvc.operations.search import search
 from tests.helpers.indexes import MakeIndex
 from tests.helpers.records import made_up_papers, write_jsonl
 
@@ -21,7 +22,7 @@ def _checksums(generation: Path) -> dict[str, str]:
 
 
 def _ids(backend, q: str) -> list[str]:  # type: ignore[no-untyped-def]
-    return [hit.id for hit in backend.search(SearchRequest(q=q, per_page=100)).hits]
+    return [hit.id for hit in search(backend, SearchRequest(q=q, per_page=100)).hits]
 
 
 def test_an_update_leaves_the_served_generation_byte_identical_and_shares_its_segments(
@@ -33,8 +34,8 @@ def test_an_update_leaves_the_served_generation_byte_identical_and_shares_its_se
     before = _checksums(previous)
     found_before = _ids(backend, "wombat")
 
-    report = updating.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 5))])
-    updating.remove(backend, ["wombat-03"])
+    report = update.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 5))])
+    update.remove(backend, ["wombat-03"])
 
     assert report.added == [f"numbat-{n:02d}" for n in range(5)]
     assert _checksums(previous) == before  # still there: this test's backend holds it open
@@ -65,8 +66,8 @@ def test_doc_order_is_the_catalogue_order_of_the_live_papers(make_index: MakeInd
         for n in range(40)
     ]
     backend = make_index(records, semantic_ranking=False)
-    updating.add(backend, [write_jsonl(tmp_path / "more.jsonl", [{**records[3], "year": 1999}])])
-    updating.remove(backend, ["x1-1"])
+    update.add(backend, [write_jsonl(tmp_path / "more.jsonl", [{**records[3], "year": 1999}])])
+    update.remove(backend, ["x1-1"])
     gen = backend._generations.get()
     stored = {d: gen.searcher.stored_fields(d) for d in range(gen.searcher.doc_count_all()) if gen.order.live[d]}
     newest = sorted(stored, key=lambda d: catalogue_key(stored[d].get("year"), stored[d]["id"]))
@@ -82,7 +83,7 @@ def test_a_searcher_remembers_live_document_frequencies_within_its_bound(
     """Scoring asks for a word's document frequency a few times per search, so the searcher
     remembers it: still without the deleted papers, and never more words than its bound."""
     backend = make_index(made_up_papers("wombat", 30), semantic_ranking=False)
-    updating.remove(backend, ["wombat-03"])
+    update.remove(backend, ["wombat-03"])
     searcher = backend._generations.get().searcher
     monkeypatch.setattr(live_statistics, "REMEMBERED_FREQUENCIES", 3)
     assert searcher.doc_frequency("title", "wombat") == 29

@@ -9,6 +9,7 @@ import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.core.model import SearchRequest
+from searchsvc.operations.search import search
 from tests.helpers.indexes import build_index
 from tests.helpers.paths import SHARED_ACL
 
@@ -50,13 +51,13 @@ def test_segments_written_in_parallel_search_like_one_writer(tmp_path: Path, mon
     assert len(three._generations.get().searcher.reader().leaf_readers()) == 3
     assert len(one._generations.get().searcher.reader().leaf_readers()) == 1
     for request in QUERIES:
-        expected, found = one.search(request), three.search(request)
+        expected, found = search(one, request), search(three, request)
         assert [(h.id, h.score, h.highlights) for h in found.hits] == [
             (h.id, h.score, h.highlights) for h in expected.hits
         ], request
         assert (found.total, found.facets, found.suggestion) == (expected.total, expected.facets, expected.suggestion)
-    assert [h.id for h in three.related(one.search(QUERIES[2]).hits[0].id, 5)] == [
-        h.id for h in one.related(one.search(QUERIES[2]).hits[0].id, 5)
+    assert [h.id for h in three.related(search(one, QUERIES[2]).hits[0].id, 5)] == [
+        h.id for h in one.related(search(one, QUERIES[2]).hits[0].id, 5)
     ]
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.model import SearchRequest, SearchResult
+from searchsvc.operations.search import search
 from tests.helpers.indexes import MakeIndex
 from tests.helpers.paths import SEEDS
 
@@ -28,7 +29,7 @@ def facet_dict(result: SearchResult, name: str) -> dict:
 
 
 def test_empty_query_lists_every_paper_newest_first_with_exact_facets(seed_backend: WhooshBackend) -> None:
-    result = seed_backend.search(SearchRequest(per_page=100))
+    result = search(seed_backend, SearchRequest(per_page=100))
     records = raw_seed_records()
     papers = {r["title"]: r for r in records}  # one per distinct title
     assert result.total == len(papers) == 28
@@ -45,7 +46,7 @@ def test_empty_query_lists_every_paper_newest_first_with_exact_facets(seed_backe
 
 
 def test_compositional_embeddings_ranks_its_paper_first(seed_backend: WhooshBackend) -> None:
-    result = seed_backend.search(SearchRequest(q="compositional embeddings"))
+    result = search(seed_backend, SearchRequest(q="compositional embeddings"))
     top = result.hits[0]
     assert (
         top.title
@@ -78,19 +79,19 @@ def test_compositional_embeddings_ranks_its_paper_first(seed_backend: WhooshBack
     ],
 )
 def test_keyword_queries_find_their_paper(seed_backend: WhooshBackend, query: str, expected_first: str) -> None:
-    assert seed_backend.search(SearchRequest(q=query)).hits[0].title == expected_first
+    assert search(seed_backend, SearchRequest(q=query)).hits[0].title == expected_first
 
 
 def test_stemming_and_accent_folding_in_text(make_index: MakeIndex) -> None:
     backend = make_index([{"id": "1", "title": "Résumé parsing", "abstract": "Parsers parsed."}])
     for query in ("resume", "RÉSUMÉ", "parse", "parsers"):
-        assert backend.search(SearchRequest(q=query)).total == 1, query
+        assert search(backend, SearchRequest(q=query)).total == 1, query
 
 
 def test_multi_select_facet_counts(seed_backend: WhooshBackend) -> None:
     """With cs.LG selected, the subject facet still counts the others as if unfiltered."""
-    unfiltered = seed_backend.search(SearchRequest())
-    selected = seed_backend.search(SearchRequest(subject=("cs.LG",)))
+    unfiltered = search(seed_backend, SearchRequest())
+    selected = search(seed_backend, SearchRequest(subject=("cs.LG",)))
     assert facet_dict(selected, "subject") == facet_dict(unfiltered, "subject")
     assert {v.value: v.selected for v in selected.facets["subject"]} == {
         "cs.LG": True,
@@ -102,16 +103,16 @@ def test_multi_select_facet_counts(seed_backend: WhooshBackend) -> None:
     assert selected.total == 12
     # Other facets are narrowed by the subject filter.
     lg_authors = Counter(
-        a for hit in seed_backend.search(SearchRequest(subject=("cs.LG",), per_page=100)).hits for a in hit.authors
+        a for hit in search(seed_backend, SearchRequest(subject=("cs.LG",), per_page=100)).hits for a in hit.authors
     )
     assert facet_dict(selected, "author") == dict(lg_authors)
     # A second subject adds its papers (values within a facet are OR-ed).
-    both = seed_backend.search(SearchRequest(subject=("cs.LG", "cs.NI")))
+    both = search(seed_backend, SearchRequest(subject=("cs.LG", "cs.NI")))
     assert both.total == 13
 
 
 def test_facets_combine_with_and(seed_backend: WhooshBackend) -> None:
-    result = seed_backend.search(SearchRequest(subject=("cs.DC",), author=("Maxim Naumov",), per_page=100))
+    result = search(seed_backend, SearchRequest(subject=("cs.DC",), author=("Maxim Naumov",), per_page=100))
     assert result.total == len(result.hits) > 0  # not empty, so the next check is not vacuous
     assert all("cs.DC" in hit.subjects and "Maxim Naumov" in hit.authors for hit in result.hits)
     naumov_dc = [r for r in raw_seed_records() if r["author"] == "Maxim Naumov" and r["subject"] == "cs.DC"]
@@ -119,7 +120,7 @@ def test_facets_combine_with_and(seed_backend: WhooshBackend) -> None:
 
 
 def test_filters_are_case_and_accent_insensitive_and_unknown_values_listed(seed_backend: WhooshBackend) -> None:
-    result = seed_backend.search(SearchRequest(author=("maxim naumov", "Nobody Known"), subject=("CS.lg",)))
+    result = search(seed_backend, SearchRequest(author=("maxim naumov", "Nobody Known"), subject=("CS.lg",)))
     assert result.total > 0
     assert [(v.value, v.count, v.selected) for v in result.facets["author"] if v.selected] == [
         ("Maxim Naumov", facet_dict(result, "author")["Maxim Naumov"], True),
@@ -134,14 +135,14 @@ def test_selected_value_listed_beyond_the_facet_limit_and_at_zero(make_index: Ma
     ]
     records.append({"id": "x", "title": "Other", "authors": ["Author 14"], "categories": ["cs.IR"]})
     backend = make_index(records, facet_limit=3)
-    result = backend.search(SearchRequest(author=("Author 09",), subject=("cs.IR",)))
+    result = search(backend, SearchRequest(author=("Author 09",), subject=("cs.IR",)))
     authors = [(v.value, v.count, v.selected) for v in result.facets["author"]]
     assert authors == [("Author 14", 1, False), ("Author 09", 0, True)]
     assert result.total == 0
 
 
 def test_year_range_filter_and_year_facet(seed_backend: WhooshBackend) -> None:
-    result = seed_backend.search(SearchRequest(year_from=2021, year_to=2023, per_page=100))
+    result = search(seed_backend, SearchRequest(year_from=2021, year_to=2023, per_page=100))
     assert {hit.year for hit in result.hits} == {2021, 2022, 2023}
     expected = len({r["title"] for r in raw_seed_records() if 2021 <= r["year"] <= 2023})
     assert result.total == expected
@@ -151,7 +152,7 @@ def test_year_range_filter_and_year_facet(seed_backend: WhooshBackend) -> None:
 
 
 def test_pagination_with_total_an_exact_multiple_of_per_page(seed_backend: WhooshBackend) -> None:
-    pages = [seed_backend.search(SearchRequest(page=n, per_page=7)) for n in range(1, 6)]
+    pages = [search(seed_backend, SearchRequest(page=n, per_page=7)) for n in range(1, 6)]
     assert [r.pages for r in pages] == [4] * 5
     assert [len(r.hits) for r in pages] == [7, 7, 7, 7, 0]  # page 4 is full; no empty page is ever advertised
     ids = [hit.id for r in pages for hit in r.hits]
@@ -159,9 +160,9 @@ def test_pagination_with_total_an_exact_multiple_of_per_page(seed_backend: Whoos
 
 
 def test_relevance_pages_are_stable_and_ties_go_to_newer(seed_backend: WhooshBackend) -> None:
-    whole = seed_backend.search(SearchRequest(q="training", per_page=100)).hits
+    whole = search(seed_backend, SearchRequest(q="training", per_page=100)).hits
     paged = [
-        hit for n in range(1, 5) for hit in seed_backend.search(SearchRequest(q="training", page=n, per_page=3)).hits
+        hit for n in range(1, 5) for hit in search(seed_backend, SearchRequest(q="training", page=n, per_page=3)).hits
     ]
     assert [h.id for h in paged] == [h.id for h in whole[:12]]
     keys = [(-h.score, -(h.year or 0)) for h in whole]
@@ -169,8 +170,8 @@ def test_relevance_pages_are_stable_and_ties_go_to_newer(seed_backend: WhooshBac
 
 
 def test_sort_orders(seed_backend: WhooshBackend) -> None:
-    newest = seed_backend.search(SearchRequest(q="recommendation", sort="newest", per_page=100)).hits
-    oldest = seed_backend.search(SearchRequest(q="recommendation", sort="oldest", per_page=100)).hits
+    newest = search(seed_backend, SearchRequest(q="recommendation", sort="newest", per_page=100)).hits
+    oldest = search(seed_backend, SearchRequest(q="recommendation", sort="oldest", per_page=100)).hits
     assert [(-h.year, h.id) for h in newest] == sorted((-h.year, h.id) for h in newest)
     assert [(h.year, h.id) for h in oldest] == sorted((h.year, h.id) for h in oldest)
     assert {h.id for h in newest} == {h.id for h in oldest}
@@ -185,21 +186,21 @@ def test_undated_papers_sort_last_both_ways(make_index: MakeIndex) -> None:
             {"id": "c", "title": "Gamma", "year": 1999},
         ]
     )
-    assert [h.id for h in backend.search(SearchRequest(sort="newest")).hits] == ["b", "c", "a"]
-    assert [h.id for h in backend.search(SearchRequest(sort="oldest")).hits] == ["c", "b", "a"]
+    assert [h.id for h in search(backend, SearchRequest(sort="newest")).hits] == ["b", "c", "a"]
+    assert [h.id for h in search(backend, SearchRequest(sort="oldest")).hits] == ["c", "b", "a"]
 
 
 def test_stored_markup_is_escaped_in_highlights(make_index: MakeIndex) -> None:
     title = '<script>alert("x")</script> Graph <b>neural</b> networks & "quotes"'
     backend = make_index([{"id": "x", "title": title, "abstract": "<img src=x onerror=alert(1)> graph"}])
-    hit = backend.search(SearchRequest(q="graph")).hits[0]
+    hit = search(backend, SearchRequest(q="graph")).hits[0]
     assert hit.title == title  # the stored value itself is returned as data
     assert hit.highlights["title"] == (
         "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; <mark>Graph</mark> &lt;b&gt;neural&lt;/b&gt; "
         "networks &amp; &quot;quotes&quot;"
     )
     assert hit.highlights["abstract"] == "&lt;img src=x onerror=alert(1)&gt; <mark>graph</mark>"
-    unmatched = backend.search(SearchRequest()).hits[0]  # no query: the fallbacks must escape too
+    unmatched = search(backend, SearchRequest()).hits[0]  # no query: the fallbacks must escape too
     assert unmatched.highlights["title"].startswith("&lt;script&gt;")
     assert unmatched.highlights["abstract"] == "&lt;img src=x onerror=alert(1)&gt; graph"
 
@@ -214,18 +215,18 @@ def test_equal_scores_go_to_the_newer_paper_then_the_smaller_id(make_index: Make
         {"id": "e", "year": 2020, **same},
     ]
     backend = make_index(records)
-    hits = backend.search(SearchRequest(q="graph networks")).hits
+    hits = search(backend, SearchRequest(q="graph networks")).hits
     assert len({hit.score for hit in hits}) == 1  # a genuine tie
     assert [hit.id for hit in hits] == ["a", "b", "e", "c", "d"]
     paged = [
-        h.id for n in (1, 2, 3) for h in backend.search(SearchRequest(q="graph networks", page=n, per_page=2)).hits
+        h.id for n in (1, 2, 3) for h in search(backend, SearchRequest(q="graph networks", page=n, per_page=2)).hits
     ]
     assert paged == ["a", "b", "e", "c", "d"]
 
 
 def test_not_removes_papers_instead_of_adding_all_others(seed_backend: WhooshBackend) -> None:
     def ids(q: str) -> set[str]:
-        return {hit.id for hit in seed_backend.search(SearchRequest(q=q, per_page=100)).hits}
+        return {hit.id for hit in search(seed_backend, SearchRequest(q=q, per_page=100)).hits}
 
     everything = ids("")
     embedding, compositional, training = ids("embedding"), ids("compositional"), ids("training")
@@ -237,7 +238,7 @@ def test_not_removes_papers_instead_of_adding_all_others(seed_backend: WhooshBac
 
 
 def test_phrase_matches_adjacent_words_only(seed_backend: WhooshBackend) -> None:
-    phrase = seed_backend.search(SearchRequest(q='"embedding tables"', per_page=100)).hits
-    words = seed_backend.search(SearchRequest(q="embedding tables", per_page=100)).hits
+    phrase = search(seed_backend, SearchRequest(q='"embedding tables"', per_page=100)).hits
+    words = search(seed_backend, SearchRequest(q="embedding tables", per_page=100)).hits
     assert 0 < len(phrase) < len(words)  # `phrase` is not empty, so the next check is not vacuous
     assert all("embedding table" in hit.abstract.lower() or "embedding table" in hit.title.lower() for hit in phrase)

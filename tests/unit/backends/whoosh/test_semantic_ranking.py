@@ -13,7 +13,8 @@ from searchsvc.core import fusion
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import search
 from searchsvc.semantic import store
 from searchsvc.semantic.encoder import Encoder, ModelUnavailable
 from searchsvc.semantic.store import load
@@ -29,7 +30,8 @@ def _no_model(*_settings: object) -> Encoder:
 def test_a_missing_model_is_a_503_naming_it_not_a_500(make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = make_index([_record("chess", 2024, *ABOUT["chess"])])
 
-    monkeypatch.setattr("searchsvc.backends.whoosh.backend.query_encoder", _no_model)
+    for holder in ("searchsvc.backends.whoosh.backend", "searchsvc.operations.search"):  # /readyz, a search
+        monkeypatch.setattr(f"{holder}.query_encoder", _no_model)
     client = app_for(backend.settings.index_dir).test_client()
     for url in ("/readyz", "/api/search?q=heart"):
         response = client.get(url)
@@ -53,7 +55,7 @@ def _record(paper_id: str, year: int, title: str, abstract: str) -> dict[str, ob
 
 
 def _ids(backend: WhooshBackend, query: str, **params: int) -> list[str]:
-    return [hit.id for hit in backend.search(SearchRequest(q=query, **params)).hits]
+    return [hit.id for hit in search(backend, SearchRequest(q=query, **params)).hits]
 
 
 def test_meaning_breaks_what_words_alone_cannot(make_index: MakeIndex) -> None:
@@ -62,7 +64,7 @@ def test_meaning_breaks_what_words_alone_cannot(make_index: MakeIndex) -> None:
     assert _ids(lexical, QUERY) == ["chess", "cardio"]  # the newer one
     assert lexical.status()["semantic_ranking"] == "off" and not lexical.vector_store.exists()
     backend = make_index(records)
-    result = backend.search(SearchRequest(q=QUERY))
+    result = search(backend, SearchRequest(q=QUERY))
     assert [hit.id for hit in result.hits] == ["cardio", "chess"]
     scores = [hit.score for hit in result.hits]
     assert scores[0] is not None and scores[1] is not None and scores[0] > scores[1]

@@ -12,7 +12,7 @@ from whoosh import query
 
 from searchsvc.backends.whoosh import WhooshBackend, querying
 from searchsvc.backends.whoosh.deadline_collectors import all_scored
-from searchsvc.core import spelling
+from searchsvc.core import edits, spelling
 from searchsvc.core.deadline import Deadline, budget, request_budget
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.query import parse
@@ -34,7 +34,7 @@ def test_the_vocabulary_finds_exactly_the_words_within_two_edits() -> None:
     for _ in range(200):
         word = "".join(rng.choice("abcdef") for _ in range(rng.randint(3, 9)))
         expected = {
-            (text, n) for text, n in papers.items() if text[0] == word[0] and spelling.edit_distance(word, text) <= 2
+            (text, n) for text, n in papers.items() if text[0] == word[0] and edits.edit_distance(word, text) <= 2
         }
         assert set(vocabulary.near(word)) == expected, word
         assert vocabulary.papers(word) == papers.get(word, 0)
@@ -90,7 +90,7 @@ def test_one_budget_per_request_shared_by_every_backend_call(
     app = app_for(seed_backend.settings.index_dir)
     backend = app.extensions["searchsvc"].backend
     seen: list[Deadline] = []
-    for name in ("search", "facet_values"):
+    for name in ("answer", "facet_values"):
         original = getattr(backend, name)
 
         def recording(*args: object, _original: object = original) -> object:

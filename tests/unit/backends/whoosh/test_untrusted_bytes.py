@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.generations import MANIFEST, file_digests
 from searchsvc.core.model import SearchRequest
+from searchsvc.operations.search import search
 from tests.helpers.apps import app_for
 
 pytestmark = pytest.mark.reliability
@@ -32,7 +33,7 @@ VERSION_WORDS = ("whoosh-reloaded", "2.7.5", "opensearch-py", "Python/")
 
 @pytest.fixture(scope="module")
 def paper_id(seed_backend: WhooshBackend) -> str:
-    return seed_backend.search(SearchRequest()).hits[0].id
+    return search(seed_backend, SearchRequest()).hits[0].id
 
 
 def endpoints(paper_id: str) -> list[str]:

@@ -14,7 +14,8 @@ from searchsvc.backends.whoosh.querying import QueryCompiler
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import parse
-from searchsvc.ingest import updating
+from searchsvc.operations import update
+from searchsvc.operations.search import search
 from tests.helpers.indexes import build_index
 from tests.helpers.paths import SHARED_ACL
 from tests.helpers.records import write_jsonl
@@ -101,7 +102,7 @@ def acl_backend(tmp_path_factory: pytest.TempPathFactory) -> tuple[WhooshBackend
 
 
 def _view(backend: WhooshBackend, request: SearchRequest) -> tuple:
-    result = backend.search(request)
+    result = search(backend, request)
     return result.total, [(h.id, h.score) for h in result.hits], result.facets, result.suggestion
 
 
@@ -124,7 +125,7 @@ def updated_backend(tmp_path_factory: pytest.TempPathFactory) -> tuple[WhooshBac
         records = [json.loads(line) for _, line in zip(range(1200), lines, strict=False)]
     backend = build_index(work / "index", records[:1000], semantic_ranking=False)
     changed = [dict(r, abstract=f"{r.get('abstract') or ''} Of the machine translation.") for r in records[:100]]
-    updating.add(backend, [write_jsonl(work / "update.jsonl", changed + records[1000:])])
+    update.add(backend, [write_jsonl(work / "update.jsonl", changed + records[1000:])])
     return backend, records
 
 

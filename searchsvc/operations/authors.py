@@ -16,6 +16,7 @@ from searchsvc.core.errors import AuthorNotFound
 from searchsvc.core.facet_order import alphabetical_key
 from searchsvc.core.model import FacetValue, SearchRequest, SearchResult
 from searchsvc.core.text import fold
+from searchsvc.operations.search import export, facet_values, search
 
 SUGGESTIONS = 5  # closest names offered for an unknown author
 _LOOKUP_WORDS = 3  # words of the unknown name looked up by their first letters
@@ -55,16 +56,16 @@ def author_profile(backend: Backend, name: str, request: SearchRequest) -> Autho
     """The profile of the author called `name` (any case or accents), under `request`'s filters,
     sort and page; `AuthorNotFound` with the closest names if the index has no such author."""
     filtered = replace(request, q="", author=(name,))
-    result = backend.search(filtered)
+    result = search(backend, filtered)
     stored = _stored_name(result)
     if stored is None and _has_filters(request):  # maybe only these filters leave none of their papers
-        stored = _stored_name(backend.search(SearchRequest(author=(name,), per_page=1)))
+        stored = _stored_name(search(backend, SearchRequest(author=(name,), per_page=1)))
     if stored is None:
         raise AuthorNotFound(f"no author called “{name}”", {"suggestions": closest_names(backend, name)})
     # The author facet is counted as a multi-select facet (ignoring its own filter), so it cannot
     # tell who wrote these papers with the author: count their author lists instead.
     limit = backend.settings.max_export
-    papers = backend.export(replace(filtered, sort="newest"), limit)
+    papers = export(backend, replace(filtered, sort="newest"), limit)
     together = Counter(other for paper in papers for other in set(paper.authors) if fold(other) != fold(stored))
     coauthors = [Coauthor(other, count) for other, count in sorted(together.items(), key=_by_count)]
     return AuthorProfile(stored, result, coauthors, coauthors_complete=result.total <= limit)
@@ -80,7 +81,7 @@ def closest_names(backend: Backend, name: str) -> list[str]:
     wanted = fold(name)
     candidates: dict[str, str] = {}  # folded → stored
     for word in wanted.split()[:_LOOKUP_WORDS]:
-        lookup = backend.facet_values("author", word[:_LOOKUP_PREFIX], SearchRequest(), _LOOKUP_LIMIT)
+        lookup = facet_values(backend, "author", word[:_LOOKUP_PREFIX], SearchRequest(), _LOOKUP_LIMIT)
         for value in lookup.values:
             candidates.setdefault(fold(str(value.value)), str(value.value))
     close = difflib.get_close_matches(wanted, list(candidates), n=SUGGESTIONS, cutoff=0.6)

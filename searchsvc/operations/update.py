@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.backends import Backend
+from searchsvc.core.catalogue import Change
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
-from searchsvc.ingest.collection import Change, MergeStore
+from searchsvc.ingest.collection import MergeStore
 from searchsvc.ingest.merging import merge_into
-from searchsvc.ingest.published import collection_file, keep_collection, prune_collections
 from searchsvc.ingest.sources import discover, read_records
+from searchsvc.operations.published import collection_file, keep_collection, prune_collections
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Whether a process still runs: what tells a file or lock left by a killed process from one in use."""
+"""What the machine's kernel keeps and tells: whether a process still runs (what tells a file or
+lock left by a killed process from one in use), and a rename made to survive a crash."""
 
 from __future__ import annotations
 
@@ -30,3 +31,12 @@ def remove_abandoned(directory: Path, prefix: str) -> None:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Flush the folder holding a rename, so the rename itself survives a crash."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

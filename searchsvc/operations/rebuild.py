@@ -12,8 +12,8 @@ from searchsvc.backends import Backend
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
 from searchsvc.ingest.merging import merge_records
-from searchsvc.ingest.published import keep_collection, prune_collections
 from searchsvc.ingest.sources import discover, read_records
+from searchsvc.operations.published import keep_collection, prune_collections
 
 
 @dataclass

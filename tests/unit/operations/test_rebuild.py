@@ -16,7 +16,8 @@ from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.model import SearchRequest
-from searchsvc.ingest.rebuild import rebuild
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import export
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex, titles
 from tests.helpers.paths import SEEDS, SOURCE_SAMPLES
@@ -75,7 +76,7 @@ def test_rebuild_over_mixed_formats_reports_each_and_stores_identifiers(tmp_path
     summary = report.summary()
     assert "44 records read (3 BibTeX, 3 CSV/TSV, 2 arXiv Atom, 36 profile pages), 31 papers indexed" in summary
     assert "(2 without an abstract, found by title only)" in summary
-    stored = {p.title: p.identifiers for p in backend.export(SearchRequest(q=""), 100)}
+    stored = {p.title: p.identifiers for p in export(backend, SearchRequest(q=""), 100)}
     assert len(stored) == 31
     assert stored["A Paper Only in the Spreadsheet"] == Identifiers(url="https://example.org/papers/1")
     compositional = next(title for title in stored if title.startswith("Compositional Embeddings Using"))

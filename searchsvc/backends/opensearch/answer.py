@@ -1,0 +1,103 @@
+"""The OpenSearch engine's first answer to a search: one request counts the matches, the
+all-words tier, each facet and the evidence "did you mean" needs (and, when browsing, fetches
+the page itself); the search recipe's further questions are answered from it or by a few more
+requests (a tier's candidates: tier_candidates.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from searchsvc.backends.opensearch import respelling, search_bodies, word_rescoring
+from searchsvc.backends.opensearch.asking import AliasSearches
+from searchsvc.backends.opensearch.facet_answers import facet_listing
+from searchsvc.backends.opensearch.hits import hit
+from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.backends.opensearch.search_bodies import Plan
+from searchsvc.backends.opensearch.tier_candidates import TierCandidates
+from searchsvc.core.model import FACETS, FacetValue, Hit, SearchRequest
+from searchsvc.core.paper import Paper
+from searchsvc.core.query import Node
+from searchsvc.core.ranking import Candidates
+from searchsvc.core.spelling import Check
+from searchsvc.settings import Settings
+
+Ranked = list[tuple[Dsl, float | None]]  # hit documents with their scores
+AskedWords = tuple[list[word_rescoring.ScoredWord], bool]  # a query's plain words, and whether they are a group
+
+
+class OpenSearchAnswer:
+    """The search recipe's `backends.Answer` from the first response (refs are hit documents)."""
+
+    def __init__(
+        self,
+        searches: AliasSearches,
+        settings: Settings,
+        request: SearchRequest,
+        plan: Plan,
+        response: dict[str, Any],
+        tiers: TierCandidates,
+        checks: list[Check],
+    ) -> None:
+        self._searches = searches
+        self._settings = settings
+        self._request = request
+        self._plan = plan
+        self._response = response
+        self._aggs: Dsl = response.get("aggregations", {})
+        self._tiers = tiers
+        self._checks = checks
+
+    def total(self) -> int:
+        return int(self._response["hits"]["total"]["value"])
+
+    def all_words(self) -> int:
+        return int(self._aggs["all_words"]["doc_count"]) if self._plan.tiered else self.total()
+
+    def meaning_ready(self) -> bool:
+        return True  # a tier's candidates carry vectors only when each of them has one
+
+    def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
+        return self._tiers.candidates(tier, low, high, with_vectors)
+
+    def page(self) -> list[Dsl]:
+        docs: list[Dsl] = self._response["hits"]["hits"]
+        return docs
+
+    def hits(self, ranked: Ranked) -> list[Hit]:
+        return [hit(doc, score) for doc, score in ranked]
+
+    def papers(self, ranked: Ranked) -> list[Paper]:
+        return [Paper.from_stored(doc["_source"]) for doc, _score in ranked]
+
+    def facets(self) -> dict[str, list[FacetValue]]:
+        limits = self._settings.facet_limits()
+        return {name: facet_listing(name, self._aggs, self._request, limits[name]) for name in FACETS}
+
+    def respellings(self) -> dict[Check, str]:
+        return respelling.respellings(self._checks, self._response) if self._checks else {}
+
+    def all_words_of(self, request: SearchRequest, tree: Node | None) -> int:
+        return self._searches.count(search_bodies.plan(request, tree).finds_all_words())
+
+
+def ask_word_statistics(
+    searches: AliasSearches, client: OpenSearch, alias: str, plan: Plan, aggs: Dsl
+) -> AskedWords | None:
+    """For a query of plain words: the words it scores by BM25F and whether they are a group,
+    with the aggregation of their statistics added to `aggs` (the search's first request)."""
+    typed = word_rescoring.plain_words(plan.tree)
+    if typed is None:
+        return None
+    words = searches.asked(lambda: word_rescoring.analysed(typed, client, alias))
+    if not words:
+        return None
+    aggs.update(word_rescoring.statistics_aggs(words))
+    return words, typed.grouped
+
+
+def word_rescorer(words: AskedWords, aggs: Dsl, client: OpenSearch) -> word_rescoring.WordRescorer | None:
+    """What scores a tier's first places by BM25F, from the statistics the first request counted."""
+    stats = word_rescoring.statistics(aggs)
+    return None if stats is None else word_rescoring.WordRescorer(*words, stats, client)

@@ -1,0 +1,122 @@
+"""The one interface the use cases (operations/) talk to; each search engine implements it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol
+
+from searchsvc.core.catalogue import Catalogue, Change
+from searchsvc.core.deadline import Deadline
+from searchsvc.core.model import FacetLookup, FacetValue, Hit, SearchRequest
+from searchsvc.core.paper import Paper
+from searchsvc.core.progress import ProgressFactory
+from searchsvc.core.query import Node
+from searchsvc.core.ranking import CandidateSource, Ref
+from searchsvc.core.spelling import Check
+from searchsvc.core.suggestions import Suggestion
+from searchsvc.settings import Settings
+
+# A page of results shows facets, highlights and "did you mean"; an export needs the papers only.
+Purpose = Literal["page", "export"]
+
+
+class Answer(CandidateSource[Ref], Protocol[Ref]):
+    """What an engine found for one search, counted in one pass, and the way to ask it for more.
+
+    The search recipe (operations/search.py) decides the order and "did you mean" from it; the
+    engine only counts, finds candidates in lexical order (`candidates`), and fetches papers.
+    """
+
+    def total(self) -> int:
+        """Papers matching the query and the filters."""
+
+    def all_words(self) -> int:
+        """Of them, those matching every word of a group (the first tier); `total` for other queries."""
+
+    def meaning_ready(self) -> bool:
+        """Whether its papers have their vectors (False while a rebuild or a write is embedding them)."""
+
+    def page(self) -> list[Ref]:
+        """Browsing (no query, or a sort by date): the request's page in that order."""
+
+    def hits(self, ranked: list[tuple[Ref, float | None]]) -> list[Hit]:
+        """The papers of `ranked` with their scores, highlighted by the query's words."""
+
+    def papers(self, ranked: list[tuple[Ref, float | None]]) -> list[Paper]:
+        """The papers of `ranked`, as stored."""
+
+    def facets(self) -> dict[str, list[FacetValue]]:
+        """Each facet's values, counted over the query under every filter but the facet's own."""
+
+    def respellings(self) -> dict[Check, str]:
+        """The engine's best respelling of each query word that no paper contains."""
+
+    def all_words_of(self, request: SearchRequest, tree: Node | None) -> int:
+        """`all_words` of another query (a respelling) under the same filters, on the same generation."""
+
+
+class Backend(Protocol):
+    """An engine, as a port: it builds and publishes generations, and finds, counts and fetches
+    papers; the order of results is the search recipe's (operations/search.py, core/ranking.py).
+
+    Whatever reads the index ends in SearchTimedOut once the request's one deadline passes:
+    `answer` checks the deadline it is given, the other reads the request's budget
+    (`core.deadline.budget(settings.search_time_limit_ms)`, opened by the web layer per request)."""
+
+    settings: Settings
+
+    def exclusive_rebuild(self) -> AbstractContextManager[None]:
+        """Held for a whole rebuild; raises RebuildInProgress if another rebuild holds it."""
+
+    def build(
+        self,
+        collection: Catalogue,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
+        """Index and publish `collection` atomically; return the new generation's name. `ready` is
+        called with that name once the generation is complete, just before it is published."""
+
+    def apply(
+        self,
+        collection: Catalogue,
+        change: Change,
+        progress: Callable[[int], None],
+        provenance: dict[str, Any],
+        ready: Callable[[str], None],
+    ) -> str:
+        """Publish a new generation: the published one with `change` made (the result holds exactly
+        `collection`'s papers), sharing what did not change; `ready` as for `build`."""
+
+    def published(self) -> str | None:
+        """The published generation's name, read cheaply (None if nothing is published)."""
+
+    def embed(self, progress: ProgressFactory) -> int:
+        """Store vectors for the published papers that lack them; return how many were embedded."""
+
+    def answer(
+        self, request: SearchRequest, tree: Node | None, deadline: Deadline, purpose: Purpose
+    ) -> AbstractContextManager[Answer[Any]]:
+        """The engine's first answer to a validated search of the published index (IndexUnavailable
+        if there is none), open for the search recipe's further questions (operations/search.py):
+        one generation answers them all, and an engine whose readers take turns holds its turn."""
+
+    def facet_values(
+        self, name: str, prefix: str, request: SearchRequest, tree: Node | None, limit: int
+    ) -> FacetLookup:
+        """Values of facet `name` with a word starting with `prefix`, counted like the search's facets
+        (`tree`: the request's query, parsed and checked)."""
+
+    def suggest(self, q: str, limit: int) -> list[Suggestion]:
+        """At most `limit` completions of `q`'s last word (core.suggestions): words, then authors."""
+
+    def paper(self, paper_id: str) -> Paper:
+        """One paper by id (PaperNotFound if there is none)."""
+
+    def related(self, paper_id: str, limit: int) -> list[Hit]:
+        """Papers most like the given one, best first."""
+
+    def status(self) -> dict[str, Any]:
+        """Facts about the index this process serves: generation, doc_count, built_at, engine, ..."""

@@ -1,0 +1,168 @@
+"""The Whoosh engine's first answer to a search: every match scored at once as arrays over the
+generation's documents, the filters as masks, and the search recipe's further questions
+(a tier's candidates, the page's hits, facets, respellings) answered from them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from searchsvc.backends.whoosh import word_scores
+from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored
+from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
+from searchsvc.backends.whoosh.generation_cache import OpenGeneration
+from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
+from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
+from searchsvc.backends.whoosh.spelling import unstemmed_tokens
+from searchsvc.core import spelling
+from searchsvc.core.deadline import Deadline
+from searchsvc.core.model import FacetValue, Hit, SearchRequest
+from searchsvc.core.paper import Paper
+from searchsvc.core.query import Node
+from searchsvc.core.ranking import Candidates
+from searchsvc.settings import Settings
+
+Ranked = list[tuple[int, float | None]]  # document numbers with their scores
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a query matches on one generation, and what the filters let through."""
+
+    gen: OpenGeneration
+    compiled: CompiledQuery | None
+    matched: Mask  # what the query matches
+    filters: Filters
+    allowed: Mask  # ... and the filters let through
+    deadline: Deadline  # of the request this match is for
+    scored: word_scores.Scored | None  # every match's score (None when browsing without a query)
+
+    @cached_property
+    def all_words(self) -> Mask:
+        """Allowed papers matching all words of a group (every allowed paper for other queries)."""
+        if self.compiled is None or self.compiled.required is None:
+            return self.allowed
+        if self.scored is not None and self.scored.all_words is not None:
+            return self.allowed & self.scored.all_words
+        return self.allowed & mask(self.gen, all_matching(self.gen.searcher, self.compiled.required, self.deadline))
+
+
+def match(
+    gen: OpenGeneration, request: SearchRequest, tree: Node | None, deadline: Deadline, settings: Settings
+) -> Found:
+    """The papers `tree` matches on `gen`, scored, and those `request`'s filters let through."""
+    deadline.check()
+    compiled = (
+        None
+        if tree is None
+        else QueryCompiler(gen.searcher.reader(), settings.max_wildcard_terms, deadline).compile(tree)
+    )
+    deadline.check()
+    words_plan = None if compiled is None else word_scores.plan(compiled, gen.searcher)
+    scored = None
+    if compiled is None:
+        matched = gen.all_docs
+    elif words_plan is not None:
+        scored = word_scores.score(words_plan, gen.postings, gen.searcher, deadline.check)
+        matched = scored.matched & gen.all_docs  # matchers see an update's deleted papers too
+    else:
+        docs, scores = all_scored(gen.searcher, compiled.scored, deadline)
+        matched = mask(gen, docs) & gen.all_docs
+        dense = np.zeros(len(matched), dtype=np.float64)
+        dense[docs] = scores
+        scored = word_scores.Scored(matched, dense, None)
+    filters = gen.facets.filters(request)
+    deadline.check()
+    allowed = intersect(matched, list(filters.values()))
+    return Found(gen, compiled, matched, filters, allowed, deadline, scored)
+
+
+class WhooshAnswer:
+    """The search recipe's `backends.Answer` on one generation (refs are document numbers); read
+    only while the engine's turn is held (`WhooshBackend.answer`)."""
+
+    def __init__(self, found: Found, request: SearchRequest, tree: Node | None, settings: Settings) -> None:
+        self._found = found
+        self._request = request
+        self._tree = tree
+        self._settings = settings
+
+    @cached_property
+    def _tiers(self) -> list[Mask]:
+        """Papers matching all words of a group first (core.ranking's tiers), then the rest."""
+        found = self._found
+        if found.compiled is None or found.compiled.required is None:
+            return [found.allowed]
+        return [found.all_words, found.allowed & ~found.all_words]
+
+    def total(self) -> int:
+        return int(np.count_nonzero(self._found.allowed))
+
+    def all_words(self) -> int:
+        return int(np.count_nonzero(self._found.all_words))
+
+    def meaning_ready(self) -> bool:
+        return self._found.gen.vectors.get() is not None
+
+    def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[int]:
+        """Places [low, high) of `tier` by score, ties in catalogue order (doc_order.DocOrder)."""
+        assert self._found.scored is not None  # set for every query
+        rank = self._found.gen.order.rank
+        best = word_scores.top(self._found.scored.scores, self._tiers[tier], rank, low, high)
+        docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
+        scores = np.array([score for _, score in best], dtype=np.float64)
+        vectors = self._found.gen.vectors.get() if with_vectors else None
+        return Candidates(docs.tolist(), scores, rank[docs], None if vectors is None else vectors[docs])
+
+    def page(self) -> list[int]:
+        order = self._found.gen.order
+        by = order.by_oldest if self._request.sort == "oldest" else order.by_newest
+        return [int(docnum) for docnum in by[self._found.allowed[by]][self._request.start : self._request.end]]
+
+    def hits(self, ranked: Ranked) -> list[Hit]:
+        compiled = self._found.compiled
+        words = matched_words(compiled.scored) if compiled else MatchedWords()
+        return hits_of(self._found.gen, ranked, words, self._found.deadline)
+
+    def papers(self, ranked: Ranked) -> list[Paper]:
+        papers = []
+        for docnum, _ in ranked:
+            self._found.deadline.check()
+            papers.append(Paper.from_stored(self._found.gen.searcher.stored_fields(docnum)))
+        self._found.deadline.check()
+        return papers
+
+    def facets(self) -> dict[str, list[FacetValue]]:
+        found = self._found
+        return found.gen.facets.counts(found.matched, found.filters, self._request, self._settings.facet_limits())
+
+    def respellings(self) -> dict[spelling.Check, str]:
+        checks = spelling.checks(self._tree, unstemmed_tokens)
+        return spelling.respellings(checks, self._found.gen.vocabulary, self._found.deadline)
+
+    def all_words_of(self, request: SearchRequest, tree: Node | None) -> int:
+        found = match(self._found.gen, request, tree, self._found.deadline, self._settings)
+        return int(np.count_nonzero(found.all_words))
+
+
+def hits_of(gen: OpenGeneration, ranked: Ranked, words: MatchedWords, deadline: Deadline) -> list[Hit]:
+    """The papers of `ranked`, highlighted: up to max_per_page abstracts, so the clock is read
+    before each and after the last."""
+    hits = []
+    for docnum, score in ranked:
+        deadline.check()
+        paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
+        hits.append(
+            Hit.of(paper, score, highlight_title(paper.title, words), highlight_abstract(paper.abstract, words))
+        )
+    deadline.check()
+    return hits
+
+
+def mask(gen: OpenGeneration, docnums: Iterable[int] | np.ndarray) -> Mask:
+    found = np.zeros(gen.facets.doc_count, dtype=bool)
+    found[docnums if isinstance(docnums, np.ndarray) else np.fromiter(docnums, dtype=np.int64)] = True
+    return found

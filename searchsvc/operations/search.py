@@ -1,0 +1,102 @@
+"""A search, written once for every engine: parse, the engine's first answer, the page ranked by
+the core's policy, its hits and facets, and "did you mean".
+
+An engine (a `Backend`) only counts, finds each tier's candidates in lexical order and fetches
+papers; which papers come first, how meaning reorders them and whether a respelling is worth
+offering are decided here and in `core/`, so both engines give the same pages by construction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from searchsvc.backends import Answer, Backend
+from searchsvc.core import spelling
+from searchsvc.core.deadline import Deadline, budget
+from searchsvc.core.model import FacetLookup, SearchRequest, SearchResult
+from searchsvc.core.paper import Paper
+from searchsvc.core.query import Node, check_term_count, meaning, parse, required_words
+from searchsvc.core.ranking import rank_page
+from searchsvc.semantic.selection import query_encoder
+from searchsvc.settings import Settings
+
+Ranked = list[tuple[Any, float | None]]
+
+
+def search(backend: Backend, request: SearchRequest) -> SearchResult:
+    """The page of results `request` asks for, with facets and "did you mean". Every stage checks
+    the request's one deadline."""
+    started = time.perf_counter()
+    deadline, tree = budget(backend.settings.search_time_limit_ms), _parsed(backend.settings, request)
+    with backend.answer(request, tree, deadline, "page") as answer:
+        ranked = _ranked(answer, request, tree, backend.settings, deadline)
+        hits = answer.hits(ranked)
+        facets = answer.facets()
+        deadline.check()
+        suggestion = _did_you_mean(answer, request, deadline)
+        total = answer.total()
+    return SearchResult(
+        request=request,
+        total=total,
+        hits=hits,
+        facets=facets,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+        suggestion=suggestion,
+    )
+
+
+def export(backend: Backend, request: SearchRequest, limit: int) -> list[Paper]:
+    """The first `limit` papers of the search's whole ordered result set, ranked as its pages are."""
+    whole = replace(request, page=1, per_page=limit)
+    deadline, tree = budget(backend.settings.search_time_limit_ms), _parsed(backend.settings, whole)
+    with backend.answer(whole, tree, deadline, "export") as answer:
+        return answer.papers(_ranked(answer, whole, tree, backend.settings, deadline))
+
+
+def facet_values(backend: Backend, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
+    """Values of facet `name` with a word starting with `prefix`, counted as the search's facets are."""
+    return backend.facet_values(name, prefix, request, _parsed(backend.settings, request), limit)
+
+
+def _parsed(settings: Settings, request: SearchRequest) -> Node | None:
+    """The request's query parsed, refused when it has too many terms."""
+    tree = parse(request.q)
+    check_term_count(tree, settings.max_query_terms)
+    return tree
+
+
+def _ranked(
+    answer: Answer[Any], request: SearchRequest, tree: Node | None, settings: Settings, deadline: Deadline
+) -> Ranked:
+    """The page's papers in order with their scores: by the ranking policy for a query sorted by
+    relevance, in the engine's browsing order otherwise (no scores)."""
+    if tree is None or request.sort != "relevance":
+        return [(ref, None) for ref in answer.page()]
+    total = answer.total()
+    sizes = [total] if required_words(tree) is None else [answer.all_words(), total - answer.all_words()]
+    ranked = rank_page(sizes, request.start, request.end, answer, _query_vector(answer, tree, settings), deadline)
+    return [(ref, round(score, 4)) for ref, score in ranked]
+
+
+def _query_vector(answer: Answer[Any], tree: Node, settings: Settings) -> Callable[[], np.ndarray] | None:
+    """The query's vector, if this search is ranked by meaning too (computed only when needed)."""
+    text = meaning(tree)
+    if not (settings.semantic_ranking and text) or not answer.meaning_ready():
+        return None  # off, nothing to mean, or the papers are still being embedded
+    return lambda: query_encoder(settings).encode([text])[0]
+
+
+def _did_you_mean(answer: Answer[Any], request: SearchRequest, deadline: Deadline) -> str | None:
+    """A respelling of the words no paper contains, offered if it finds more papers."""
+    corrected = spelling.respelled_query(request.q, answer.respellings())
+    deadline.check()
+    if corrected is None:
+        return None
+    finds = answer.all_words_of(replace(request, q=corrected), parse(corrected))
+    deadline.check()
+    return corrected if spelling.worth_offering(finds, answer.all_words()) else None
