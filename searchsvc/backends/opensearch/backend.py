@@ -8,7 +8,7 @@ stores papers with their vectors; what comes first is core.ranking's policy, as 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -253,6 +253,7 @@ class OpenSearchBackend:
         total = response["hits"]["total"]["value"]
         aggs = response["aggregations"]
         all_words = aggs["all_words"]["doc_count"] if plan.tiered else total
+        found: Sequence[tuple[Dsl, float | None]]  # scored only when ranked
         if ranked:
             sizes = self._tier_sizes(plan, total, all_words)
             rescorer = self._rescorer(words, aggs) if words else None
