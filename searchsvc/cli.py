@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from html import unescape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 from tqdm import tqdm
@@ -152,7 +152,7 @@ def _progress_bar(phase: str, total: int | None) -> Iterator[Callable[[int], Non
     """A bar (a counter while the total is unknown) on a terminal; nothing otherwise."""
     unit = " records" if total is None else " papers"
     with tqdm(total=total, desc=phase, unit=unit, disable=None, file=sys.stderr, leave=False) as bar:
-        yield bar.update
+        yield cast(Callable[[int], None], bar.update)  # it returns bool | None, which no caller reads
 
 
 # Numbers are taken as text and validated by the shared request schema, so the command line

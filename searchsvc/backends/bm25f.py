@@ -16,6 +16,7 @@ Whoosh computes it over whole posting lists (whoosh/word_scores.py) or in its ma
 from __future__ import annotations
 
 from math import log
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,8 @@ import numpy.typing as npt
 from searchsvc.backends.analysis import FIELD_B, K1
 
 Floats = npt.NDArray[np.float64]
+# One paper's value (Whoosh's matchers score a paper at a time) or every paper's (the numpy paths).
+Values = TypeVar("Values", float, Floats)
 
 FIELD_WEIGHTS = {"title": 4.0, "abstract": 1.0}  # how much an occurrence in each searched field counts
 COORDINATION = 0.9  # the scale of the bonus for matching more of a group's words (Whoosh's CoordMatcher)
@@ -56,13 +59,13 @@ def length_of_byte(codes: npt.NDArray[np.int64]) -> Floats:
     return _LENGTH_OF_BYTE[codes]
 
 
-def length_norm(lengths: Floats, average: float, field: str) -> Floats:
+def length_norm(lengths: Values, average: float, field: str) -> Values:
     """BM25's length normalisation of `field`: 1 for a field of average length."""
     b = field_b(field)
     return 1 - b + b * lengths / (average or 1.0)
 
 
-def saturated(frequency: Floats, scale: float) -> Floats:
+def saturated(frequency: Values, scale: float) -> Values:
     """A word's score from its weighed, normalised frequency; `scale` is boost × idf."""
     return scale * frequency * (K1 + 1) / (frequency + K1)
 

@@ -17,5 +17,5 @@ CANDIDATES = 100  # the lexical matches reordered, per tier; papers below them k
 def fused_scores(lexical: np.ndarray, best: float, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Scores of papers with lexical scores `lexical` and unit vectors `vectors` (a row each),
     `best` being the best lexical score among the candidates."""
-    similarity = vectors.astype(np.float32) @ query
+    similarity: np.ndarray = vectors.astype(np.float32) @ query  # the stubs give `@` on an unknown dtype as Any
     return (lexical / best if best > 0 else lexical) + WEIGHT * similarity

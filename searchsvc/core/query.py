@@ -226,7 +226,7 @@ def _term_count(node: Node | None) -> int:
     return 0
 
 
-class _ToNodes(Transformer):
+class _ToNodes(Transformer[Token, Node | None]):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text

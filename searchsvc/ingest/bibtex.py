@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import bibtexparser
 from bibtexparser.library import Library
@@ -202,19 +202,21 @@ def _parse(path: Path, first_line: int, text: str, macros: Library) -> list[_Ent
     )
     new = macros.blocks[before:]
     macros.remove([block for block in new if not isinstance(block, String)])
+    # start_line is typed optional for blocks built by hand; the parser gives every block its line.
     for block in new:
         if isinstance(block, ParsingFailedBlock):
             key = _key_in(block.raw)
             problem = str(block.error) or type(block.error).__name__
-            raise SourceFormatError(str(path), first_line + block.start_line, f"entry {key}cannot be read: {problem}")
+            line = first_line + cast(int, block.start_line)
+            raise SourceFormatError(str(path), line, f"entry {key}cannot be read: {problem}")
     return [
-        _Entry(b.key, b.start_line, {f.key.lower(): str(f.value) for f in b.fields})
+        _Entry(b.key, cast(int, b.start_line), {f.key.lower(): str(f.value) for f in b.fields})
         for b in new
         if isinstance(b, Entry) and b.entry_type.lower() not in _NOT_ENTRIES
     ]
 
 
-def _key_in(raw: str) -> str:
+def _key_in(raw: str | None) -> str:
     match = re.match(r"\s*@\s*\w+\s*[{(]\s*([^,\s]+)", raw or "")
     return f"{preview(match[1])} " if match else ""
 

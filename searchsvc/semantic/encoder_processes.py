@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class EncoderProcesses:
             if not busy:
                 return
             for conn in wait(list(busy)):
-                worker, chunk, rows = busy.pop(conn)  # type: ignore[arg-type]
+                worker, chunk, rows = busy.pop(cast(Connection, conn))  # wait() answers with what it was given
                 pending[chunk].vectors[rows] = worker.receive()
                 pending[chunk].units_left -= 1
                 free.append(worker)

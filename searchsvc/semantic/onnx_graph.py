@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -37,13 +38,15 @@ class _Graph:
         self._names: set[str] = set()
         self._count = 0
 
-    def const(self, name: str, value: np.ndarray) -> str:
+    def const(self, name: str, value: np.ndarray | np.generic) -> str:
         if name not in self._names:
             self._names.add(name)
-            self.initializers.append(numpy_helper.from_array(value, name))
+            # asarray: a scalar such as np.float32(1.0) as the 0-d array from_array is typed to take (same bytes)
+            self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], output: str = "", **attributes: object) -> str:
+    # Attribute values are Any to onnx.helper.make_node too (ints, floats, lists, tensors...).
+    def op(self, op_type: str, inputs: list[str], output: str = "", **attributes: Any) -> str:
         self._count += 1
         output = output or f"{op_type.lower()}_{self._count}"
         self.nodes.append(helper.make_node(op_type, inputs, [output], name=output, **attributes))

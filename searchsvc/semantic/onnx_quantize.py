@@ -18,6 +18,8 @@ row. Products of two activations (attention's) stay fp32.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -26,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 # as int8 everywhere (1 − cosine 13.0e-4 of 23.5e-4), for 1/12 of the weight products' work, and
 # keeping them fp32 kept nDCG@10 within 0.003 on all three test collections (docs/decisions.md).
 FP32_WEIGHTS = (".attention.self.value.",)
-_SHARED = {  # constants every rewritten product uses
+_SHARED: dict[str, np.ndarray] = {  # constants every rewritten product uses
     "q8_inverse_127": np.array(1 / 127, np.float32),
     "q8_least_scale": np.array(1e-12, np.float32),  # an all-zero row divides by this, not by 0
     "q8_shift": np.array(128.0, np.float32),
@@ -67,7 +69,8 @@ def _int8_product(node: onnx.NodeProto, weight: np.ndarray) -> tuple[list[onnx.N
     ]
     nodes: list[onnx.NodeProto] = []
 
-    def op(op_type: str, inputs: list[str], name: str, **attributes: object) -> str:
+    # Attribute values are Any to onnx.helper.make_node too (ints, floats, lists, tensors...).
+    def op(op_type: str, inputs: list[str], name: str, **attributes: Any) -> str:
         output = f"{prefix}_{name}"
         nodes.append(helper.make_node(op_type, inputs, [output], name=output, **attributes))
         return output

@@ -64,7 +64,7 @@ def documented(operation: Operation) -> Callable[[View], View]:
     """Attach `operation` to a view, for the document."""
 
     def attach(view: View) -> View:
-        view.operation = operation  # type: ignore[attr-defined]
+        view.operation = operation  # type: ignore[attr-defined]  # a function attribute, read back with getattr
         return view
 
     return attach
@@ -104,8 +104,8 @@ def build_spec(app: Flask) -> APISpec:
             method = next(m for m in _METHODS if m.upper() in (rule.methods or ()))
             path = operations.setdefault(_CONVERTER.sub(r"{\1}", rule.rule), {})
             path[method] = _operation(operation, app.extensions["searchsvc"].settings)
-    for path, methods in operations.items():
-        spec.path(path=path, operations=methods)
+    for template, methods in operations.items():
+        spec.path(path=template, operations=methods)
     return spec
 
 

@@ -8,6 +8,7 @@ never offered) are tested without a browser.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import urlencode
 
 from searchsvc.core.model import SearchRequest, SearchResult
@@ -77,8 +78,8 @@ class SearchLinks:
 
     # One change ------------------------------------------------------------------------
 
-    def _first_page(self, **changes: object) -> SearchRequest:
-        return replace(self.request, page=1, **changes)  # type: ignore[arg-type]
+    def _first_page(self, **changes: Any) -> SearchRequest:  # each value of its field's type, as for replace()
+        return replace(self.request, page=1, **changes)
 
     def toggle(self, facet: str, value: str) -> str:
         """Select `value` of a multi-select facet, or deselect it if it is selected."""

@@ -110,7 +110,7 @@ def _word(node: Word, parts: _Parts, drop_stop_words: bool = False) -> Dsl:
     if parts == "phrase":
         return {"multi_match": {"query": node.text, "fields": fields, "type": "phrase"}}
     operator = "and" if parts == "all" else "or"
-    query = {"query": node.text, "fields": fields, "type": "cross_fields", "operator": operator}
+    query: Dsl = {"query": node.text, "fields": fields, "type": "cross_fields", "operator": operator}
     query["tie_breaker"] = TIE_BREAKER
     if drop_stop_words:
         query["zero_terms_query"] = "all"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from opensearchpy import OpenSearch
@@ -49,7 +49,8 @@ def vectors_of(sources: Iterable[Dsl]) -> np.ndarray | None:
     values = [source.get(VECTOR) for source in sources]
     if not values or any(value is None for value in values):
         return None
-    return np.vstack([decoded(value) for value in values]).reshape(len(values), DIMENSIONS)
+    # None was ruled out above: any() does not narrow the items' type
+    return np.vstack([decoded(cast(str, value)) for value in values]).reshape(len(values), DIMENSIONS)
 
 
 def paper_key(paper: Paper) -> bytes:

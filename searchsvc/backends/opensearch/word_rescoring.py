@@ -62,7 +62,7 @@ def analysed(words: PlainWords, client: OpenSearch, index: str) -> list[ScoredWo
     analyzer into its stemmed parts (`memory-efficient` is two), a repeated part once per word."""
     docs = [{"doc": {fields[0]: text}, "fields": [fields[0]], **_NO_VECTOR_DETAIL} for text, fields in words.typed]
     answers = client.mtermvectors(index=index, body={"docs": docs})["docs"]
-    scored = []
+    scored: list[ScoredWord] = []
     for (_, fields), answer in zip(words.typed, answers, strict=True):
         terms = answer.get("term_vectors", {}).get(fields[0], {}).get("terms", {})
         scored.extend(ScoredWord(term, fields) for term in terms)  # the order only moves bits that are rounded off

@@ -120,7 +120,7 @@ class WhooshBackend:
         """A new generation sharing the published one's segment files (incremental.py)."""
         previous = self.store.generations / self.store.published_name()
         manifest = self.store.manifest(previous)
-        base = {key: manifest[key] for key in ("sources", "built_at") if key in manifest}
+        base: dict[str, Any] = {key: manifest[key] for key in ("sources", "built_at") if key in manifest}
         linked: set[str] = set()
 
         def write(generation: Path) -> None:

@@ -83,7 +83,7 @@ class _MarkingTokenizer(Tokenizer):
     def __init__(self, words: MatchedWords) -> None:
         self.words = words
 
-    def __call__(  # type: ignore[override]
+    def __call__(
         self,
         value: str,
         positions: bool = False,

@@ -43,8 +43,9 @@ def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: C
     pairs = PAIR_FIELDS.get(field)
     by_pairs = pairs is not None and pairs in postings.schema
     if by_pairs:
+        assert pairs is not None  # by_pairs says so (mypy does not narrow through it)
         joined = [words[n] + _SEPARATOR + words[n + 1] for n in range(len(words) - 1)]
-        id_lists = [postings.get(pairs, pair)[0] for pair in joined]  # type: ignore[arg-type]
+        id_lists = [postings.get(pairs, pair)[0] for pair in joined]
     else:
         id_lists = [postings.get(field, word)[0] for word in words]
     if any(not len(ids) for ids in id_lists):

@@ -15,11 +15,18 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Iterator
+from typing import Protocol
 
 from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.system import _INT_SIZE, unpack_int
 
 _HEAD_BYTES = 96  # a header pickles to ~40 bytes; read more and retry if it did not fit
+
+
+class _PostingFile(Protocol):
+    """What is read of Whoosh's posting file (a StructFile; Whoosh has no types)."""
+
+    def get(self, position: int, length: int) -> bytes: ...
 
 
 def headers(m: W3LeafMatcher) -> Iterator[tuple[int, int]]:
@@ -34,8 +41,8 @@ def headers(m: W3LeafMatcher) -> Iterator[tuple[int, int]]:
         position += _INT_SIZE + length
 
 
-def _header(postfile: object, position: int, size: int) -> tuple[int, tuple]:
-    raw = postfile.get(position, size)  # type: ignore[attr-defined]
+def _header(postfile: _PostingFile, position: int, size: int) -> tuple[int, tuple]:
+    raw = postfile.get(position, size)
     try:
         info = pickle.Unpickler(io.BytesIO(raw[_INT_SIZE:])).load()  # noqa: S301 - Whoosh's own header, which it unpickles too
     except (EOFError, pickle.UnpicklingError):

@@ -53,7 +53,7 @@ class SnowballStemFilter(Filter):
         return {"language": self.language}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["language"])  # type: ignore[misc]
+        type(self).__init__(self, state["language"])  # self.__init__, which mypy refuses on an instance
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SnowballStemFilter) and other.language == self.language

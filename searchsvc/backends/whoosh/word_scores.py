@@ -16,6 +16,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +41,7 @@ from searchsvc.backends.whoosh.querying import (
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 
 Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
+Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
 PostingIds = npt.NDArray[np.int32]
 PostingWeights = npt.NDArray[np.float32]
 # Whoosh's Or preloads its matches instead of building a tree of unions in segments of up
@@ -110,7 +111,7 @@ def _clauses_of_or(q: Query, small_segments: bool) -> list[Clause] | None:
         if len(q.subqueries) > 2 and small_segments:
             return None
         found = [_clause(sub) for sub in q.subqueries]
-        return None if None in found else found  # type: ignore[return-value]
+        return None if None in found else cast("list[Clause]", found)  # `in` does not narrow the items' type
     clause = _clause(q)
     return None if clause is None else [clause]
 
@@ -194,7 +195,7 @@ class Postings:
             return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
         return np.concatenate(ids).astype(np.int32), np.concatenate(weights).astype(np.float32)
 
-    def weights_at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> Floats:
+    def weights_at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> npt.NDArray[np.floating]:
         """`text`'s weights (its frequency) in `docs` (papers holding it, ascending), for a phrase's
         matches: from the cached posting list, else from the blocks holding them if they are few
         (`_WHOLE_LIST_ABOVE`), else from the whole list, then cached."""
@@ -317,7 +318,8 @@ def _summed(in_fields: list[tuple[Ints, Floats]]) -> tuple[Ints, Floats]:
     if len(in_fields) == 1:
         return in_fields[0]
     papers, where = np.unique(np.concatenate([ids for ids, _ in in_fields]), return_inverse=True)
-    return papers, np.bincount(where, weights=np.concatenate([part for _, part in in_fields]))
+    summed = np.bincount(where, weights=np.concatenate([part for _, part in in_fields]))
+    return papers, cast(Floats, summed)  # float64 with weights; numpy's stubs give bincount's result as intp
 
 
 class _PhraseMatches:
@@ -358,7 +360,8 @@ def _term_count(clauses: tuple[Clause, ...], postings: Postings, searcher: Searc
         counted: Counter[tuple[str, bytes]] = Counter()
         for clause in clauses:
             if isinstance(clause, PhraseInField):
-                terms = [(clause.field, word) for word in clause.words]
+                phrase = cast(PhraseInField, clause)  # mypy keeps WordInFields too, as it derives from untyped Whoosh
+                terms = [(phrase.field, word) for word in phrase.words]
                 present = terms if all(term in reader for term in terms) else []
             else:
                 text = clause.text.encode("utf-8")
