@@ -104,7 +104,8 @@ class MergeStore:
         self.db.executescript(_SCHEMA if published is None else "DROP TABLE IF EXISTS catalogue;")
         # group → its (id, stored fields) before this merge touched it (None: new); only for updates
         self.changes: dict[int, tuple[str, dict[str, Any]] | None] | None = None if published is None else {}
-        self.records_before, self.removed_before = self.db.execute("SELECT records, removed FROM meta").fetchone()
+        counts: tuple[int, int] = self.db.execute("SELECT records, removed FROM meta").fetchone()
+        self.records_before, self.removed_before = counts
         self.records_removed = 0  # records of the papers `remove` took out this time
         self.db.execute("BEGIN")  # one transaction for the whole merge: a commit per record is slow
 

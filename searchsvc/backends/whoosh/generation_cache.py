@@ -15,11 +15,11 @@ from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.backends.whoosh.generation_vectors import GenerationVectors
 from searchsvc.backends.whoosh.generations import GenerationHold, GenerationStore, PointerStamp
 from searchsvc.backends.whoosh.live_statistics import DELETED_FILE, load_deletions, open_searcher
+from searchsvc.backends.whoosh.postings import Postings
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.spelling import generation_vocabulary
 from searchsvc.backends.whoosh.suggesting import generation_completions
 from searchsvc.backends.whoosh.unmapped import open_index
-from searchsvc.backends.whoosh.word_scores import Postings
 from searchsvc.core.errors import IndexUnavailable
 
 

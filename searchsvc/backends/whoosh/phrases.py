@@ -5,7 +5,7 @@ a time, for every paper holding all the words: for `"of the"` that is most of th
 and phrases were the slowest kind of search at 300,000 papers (docs/performance.md). Here a
 phrase's papers come from its word pairs, indexed as terms (schema.PAIR_FIELDS, as
 Elasticsearch's `index_phrases`): for two words one posting list, read as an array
-(word_scores.Postings); for more, the papers holding every pair, and only their positions are
+(postings.Postings); for more, the papers holding every pair, and only their positions are
 decoded to test the words' adjacency, for all of them at once. word_scores scores the matches as
 Whoosh does; both paths are tested to agree (tests/unit/backends/whoosh/test_word_scores.py).
 """
@@ -23,7 +23,7 @@ import numpy.typing as npt
 from searchsvc.backends.whoosh.schema import PAIR_FIELDS, PAIR_SEPARATOR
 
 if TYPE_CHECKING:
-    from searchsvc.backends.whoosh.word_scores import Postings
+    from searchsvc.backends.whoosh.postings import Postings
 
 Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
 _STRIDE = np.int64(1) << 32  # a position's key is candidate index × _STRIDE + position: above any field's length

@@ -12,24 +12,20 @@ results (tests/unit/backends/whoosh/test_word_scores.py).
 
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
-import numpy.typing as npt
-from whoosh import columns, query
-from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher, _lenfield
+from whoosh import query
 from whoosh.query import Query
-from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
 from searchsvc.backends import bm25f
 from searchsvc.backends.whoosh.facets import Mask
 from searchsvc.backends.whoosh.phrases import phrase_docs
-from searchsvc.backends.whoosh.posting_blocks import headers
+from searchsvc.backends.whoosh.postings import Floats, Ints, Postings
 from searchsvc.backends.whoosh.querying import (
     CheckedPhrase,
     CompiledQuery,
@@ -40,25 +36,11 @@ from searchsvc.backends.whoosh.querying import (
 )
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
-PostingIds = npt.NDArray[np.int32]
-PostingWeights = npt.NDArray[np.float32]
 # Whoosh's Or preloads its matches instead of building a tree of unions in segments of up
 # to this many documents, and the preloaded matcher hides its terms from the coordination
 # count: nested ORs of more than two words stay on Whoosh's path in such segments.
 _OR_TREE_ABOVE = 5000
 _EXACT = frozenset(EXACT_FIELDS.values())
-# Postings kept per generation and process, 8 bytes each (int32 document numbers, float32 weights:
-# Whoosh's own types), ~128 MB at most. Phrases read the unstemmed fields' lists of common words
-# too (`"of the"`), so at 300,000 papers half as many would evict the lists sentences reread.
-CACHED_POSTINGS = 16_000_000
-# A word's whole posting list is read (and cached) for its weights in some papers when these may
-# be in more than 1/_WHOLE_LIST_ABOVE of its blocks of postings: a block costs as much to read for
-# one paper as for all of its 128, and a word that common is soon asked for again. Fewer papers:
-# the blocks holding them are read alone, uncached.
-_POSTINGS_PER_BLOCK = 128
-_WHOLE_LIST_ABOVE = 4
 
 
 @dataclass(frozen=True)
@@ -132,139 +114,6 @@ def _only_clauses(q: Query) -> bool:
     if _clause(q) is not None:
         return True
     return isinstance(q, query.And | query.Or) and all(_only_clauses(sub) for sub in q.subqueries)
-
-
-class Postings:
-    """Posting lists of one generation as arrays (global document numbers, weights), cached.
-
-    Whoosh stores a weight as a float32 (a word's frequency, times 1.0 here): kept as one, it is
-    exact, and products with the field weights (4.0, 1.0) are too."""
-
-    def __init__(self, searcher: Searcher, limit: int = CACHED_POSTINGS) -> None:
-        self._searcher = searcher
-        self._reader = searcher.reader()
-        self.leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]  # (segment, first doc)
-        self._cache: OrderedDict[tuple[str, bytes], tuple[PostingIds, PostingWeights]] = OrderedDict()
-        self._cached = 0
-        self._limit = limit
-        self._lengths: dict[str, Floats] = {}
-        self.doc_count = self._reader.doc_count_all()
-        self.schema = self._reader.schema
-        self._lock = threading.Lock()  # a generation is shared by the threads of a process
-
-    def get(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
-        key = (field, text)
-        with self._lock:
-            found = self._recent(key)
-            if found is not None:
-                return found
-            found = self._read(field, text)
-            self._cache[key] = found
-            self._cached += len(found[0])
-            while self._cached > self._limit and len(self._cache) > 1:
-                _, (ids, _) = self._cache.popitem(last=False)
-                self._cached -= len(ids)
-            return found
-
-    def _recent(self, key: tuple[str, bytes]) -> tuple[PostingIds, PostingWeights] | None:
-        """The cached list, made the most recently used (the caller holds the lock)."""
-        found = self._cache.get(key)
-        if found is not None:
-            self._cache.move_to_end(key)
-        return found
-
-    def _read(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
-        ids: list[Ints] = []
-        weights: list[Floats] = []
-        for reader, offset in self.leaves:
-            if (field, text) not in reader:
-                continue
-            m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
-            while m.is_active():
-                if isinstance(m, W3LeafMatcher):  # whoosh3 posting blocks: a block at a time
-                    m._read_ids()
-                    m._read_weights()
-                    ids.append(np.asarray(m._ids, dtype=np.int64)[m._i :] + offset)
-                    weights.append(np.asarray(m._weights, dtype=np.float64)[m._i :])
-                    m._next_block()
-                else:
-                    ids.append(np.array([m.id() + offset], dtype=np.int64))
-                    weights.append(np.array([m.weight()], dtype=np.float64))
-                    m.next()
-        if not ids:
-            return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
-        return np.concatenate(ids).astype(np.int32), np.concatenate(weights).astype(np.float32)
-
-    def weights_at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> npt.NDArray[np.floating]:
-        """`text`'s weights (its frequency) in `docs` (papers holding it, ascending), for a phrase's
-        matches: from the cached posting list, else from the blocks holding them if they are few
-        (`_WHOLE_LIST_ABOVE`), else from the whole list, then cached."""
-        with self._lock:
-            found = self._recent((field, text))
-        if found is None:
-            blocks = self._reader.doc_frequency(field, text) / _POSTINGS_PER_BLOCK
-            if len(docs) * _WHOLE_LIST_ABOVE < blocks:
-                return np.array([weight for weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
-            found = self.get(field, text)
-        ids, weights = found
-        return weights[np.searchsorted(ids, docs)]
-
-    def at(
-        self, field: str, text: bytes, docs: Ints, check: Callable[[], None]
-    ) -> Iterator[tuple[float, bytes | None]]:
-        """(weight, value) of `text`'s posting in each of `docs` (papers holding it, ascending),
-        read from the posting blocks holding them only, uncached; the clock read between blocks."""
-        for reader, offset in self.leaves:
-            local = docs[(docs >= offset) & (docs < offset + reader.doc_count_all())] - offset
-            if not len(local) or (field, text) not in reader:
-                continue
-            m = reader.postings(field, text)  # deleted documents too, as _read
-            if not isinstance(m, W3LeafMatcher):  # not whoosh3 posting blocks: a posting at a time
-                for doc in local.tolist():
-                    check()
-                    m.skip_to(doc)
-                    yield m.weight(), m.value()
-                continue
-            done = 0
-            for position, largest in headers(m):
-                check()
-                last = int(np.searchsorted(local, largest, side="right"))
-                if last > done:
-                    m._goto(position)
-                    m._read_ids()
-                    m._read_weights()
-                    m._read_values()
-                    block = np.asarray(m._ids, dtype=np.int64)
-                    for at in np.searchsorted(block, local[done:last]).tolist():
-                        yield float(m._weights[at]), m._values[at]
-                    done = last
-                if done == len(local):
-                    break
-
-    def lengths(self, field: str) -> Floats:
-        """Each document's length in `field` as Whoosh stores it (one byte, decoded)."""
-        found = self._lengths.get(field)
-        if found is None:
-            parts = [_lengths(reader, field) for reader, _ in self.leaves]
-            found = self._lengths[field] = np.concatenate(parts) if parts else np.empty(0)
-        return found
-
-
-def _lengths(reader: IndexReader, field: str) -> Floats:
-    """One segment's field lengths: its length column read at once, else document by document."""
-    count = reader.doc_count_all()
-    perdoc = getattr(reader, "_perdoc", None)
-    if perdoc is not None and perdoc.has_column(_lenfield(field)):
-        column = perdoc.column_reader(_lenfield(field), LENGTHS_COLUMN)
-        if isinstance(column, columns.NumericColumn.Reader) and column._fixedlen == 1:
-            # One byte per document, back to back; those past the last written are 0 (the default).
-            # Read as one string: iterating the column reads 300,000 papers in 1.5 s.
-            codes = np.zeros(count, dtype=np.int64)
-            written = min(column._count, count)
-            codes[:written] = np.frombuffer(column._dbfile.get(column._basepos, written), dtype=np.uint8)
-            return bm25f.length_of_byte(codes)
-        return bm25f.length_of_byte(np.fromiter(column, dtype=np.int64, count=count))
-    return np.array([reader.doc_field_length(d, field, 0) or 0 for d in range(count)], dtype=np.float64)
 
 
 @dataclass

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, phrases, word_scores
+from searchsvc.backends.whoosh.postings import Postings
 from searchsvc.backends.whoosh.querying import QueryCompiler
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.model import SearchRequest
@@ -196,7 +197,7 @@ def test_words_and_phrases_take_the_numpy_path_and_others_do_not(acl_backend) ->
 def test_posting_cache_is_bounded(acl_backend) -> None:
     backend, _ = acl_backend
     gen = backend._generations.get()
-    postings = word_scores.Postings(gen.searcher, limit=50)
+    postings = Postings(gen.searcher, limit=50)
     for word in (b"translat", b"pars", b"model", b"neural"):
         ids, weights = postings.get("abstract", word)
         assert len(ids) == len(weights) == gen.searcher.doc_frequency("abstract", word)
