@@ -6,7 +6,7 @@ search results must be identical to the updated index's (ids, scores, totals, fa
                            [--vector-store DIR | --random-base-vectors] [--out FILE]
 
 Then `--successive` more adds of `--changed` papers each, timed one by one: one update segment
-each, until more than MAX_SMALL_SEGMENTS of them are merged (backends/whoosh/incremental.py).
+each, until more than MAX_SMALL_SEGMENTS of them are merged (backends/whoosh/updates.py).
 `--final-check` then rebuilds the final sources (the base without the removed papers, and every
 add) and compares the search results once more.
 

@@ -11,7 +11,7 @@ import sys
 
 from searchsvc.core.errors import ConfigurationError
 from searchsvc.settings import load_settings
-from searchsvc.settings_rules import address_port
+from searchsvc.settings.rules import address_port
 
 # Settings are checked here, in the master, so a bad value stops gunicorn with one line before
 # any worker boots (a worker failing in create_app would print a traceback per worker instead).

@@ -22,8 +22,8 @@ from searchsvc.operations import background_embedding, update
 from searchsvc.operations.rebuild import RebuildReport, rebuild
 from searchsvc.operations.search import search
 from searchsvc.settings import Settings, load_settings
+from searchsvc.settings.write_tokens import entry_for, new_token
 from searchsvc.web.schemas import dump_search_result, parse_search_request
-from searchsvc.write_tokens import entry_for, new_token
 
 _MARK = re.compile(r"<mark>(.*?)</mark>")
 _EXIT_INVALID_USAGE = 2

@@ -18,7 +18,7 @@ from typing import Any
 
 from gunicorn.glogging import Logger, SafeAtoms
 
-from searchsvc.write_tokens import QUERY_TOKEN_PARAMETERS
+from searchsvc.settings.write_tokens import QUERY_TOKEN_PARAMETERS
 
 HIDDEN = "(hidden)"
 

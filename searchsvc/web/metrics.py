@@ -39,7 +39,7 @@ from searchsvc.core.errors import SearchsvcError, SearchTimedOut
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import Node
 from searchsvc.settings import Settings
-from searchsvc.settings_rules import address_port
+from searchsvc.settings.rules import address_port
 from searchsvc.web.metrics_directory import MULTIPROC_DIR_ENV
 
 UNMATCHED = "<unmatched>"  # the route of every request no URL rule matched (404, 405)

@@ -8,7 +8,7 @@ from flask import current_app
 
 from searchsvc.backends import Backend
 from searchsvc.settings import Settings
-from searchsvc.write_tokens import TokenHash
+from searchsvc.settings.write_tokens import TokenHash
 
 
 @dataclass(frozen=True)

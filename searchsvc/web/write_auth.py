@@ -10,8 +10,8 @@ from __future__ import annotations
 from flask import current_app, request
 
 from searchsvc.core.errors import SearchsvcError
+from searchsvc.settings.write_tokens import QUERY_TOKEN_PARAMETERS, writer_named_by
 from searchsvc.web.service import service
-from searchsvc.write_tokens import QUERY_TOKEN_PARAMETERS, writer_named_by
 
 # The write API's refusals of who asks: each its own status and code (web/http_errors.py).
 

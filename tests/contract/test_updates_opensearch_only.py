@@ -1,6 +1,6 @@
 """What only OpenSearch's updates have: writes through the alias, a change published by its
 `_meta`, and an update killed or refused half-way, which leaves the published papers serving
-and is repaired by the next one (searchsvc/backends/opensearch/in_place.py).
+and is repaired by the next one (searchsvc/backends/opensearch/updates.py).
 
 Each check ends by comparing the updated index with a fresh rebuild of the same records, by
 the ids, scores, totals and facet counts of a set of searches.
@@ -26,8 +26,8 @@ from opensearchpy import OpenSearch
 
 from searchsvc.backends.opensearch import OpenSearchBackend, vectors
 from searchsvc.backends.opensearch import backend as opensearch_backend
-from searchsvc.backends.opensearch.in_place import CHANGES, PENDING
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR
+from searchsvc.backends.opensearch.updates import CHANGES, PENDING
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from searchsvc.write_tokens import entry_for, new_token
+from searchsvc.settings.write_tokens import entry_for, new_token
 from tests.helpers import servers
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
 from tests.helpers.records import jsonl, made_up_papers, write_jsonl

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from searchsvc.settings import Settings
-from searchsvc.write_tokens import entry_for, new_token
+from searchsvc.settings.write_tokens import entry_for, new_token
 from tests.helpers import servers
 from tests.helpers.bodies import FORMATS, body, largest_body
 from tests.helpers.records import jsonl, made_up_papers, write_jsonl

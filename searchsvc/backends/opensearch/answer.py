@@ -1,7 +1,7 @@
 """The OpenSearch engine's first answer to a search: one request counts the matches, the
 all-words tier, each facet and the evidence "did you mean" needs (and, when browsing, fetches
 the page itself); the search recipe's further questions are answered from it or by a few more
-requests (a tier's candidates: tier_candidates.py)."""
+requests (a tier's candidates: candidates.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
-from searchsvc.backends.opensearch import respelling, search_bodies, word_rescoring
+from searchsvc.backends.opensearch import search_bodies, spelling, word_rescoring
 from searchsvc.backends.opensearch.asking import AliasSearches
-from searchsvc.backends.opensearch.facet_answers import facet_listing
+from searchsvc.backends.opensearch.candidates import TierCandidates
+from searchsvc.backends.opensearch.facets import facet_listing
 from searchsvc.backends.opensearch.hits import hit
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import Plan
-from searchsvc.backends.opensearch.tier_candidates import TierCandidates
 from searchsvc.core.model import FACETS, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node
@@ -76,7 +76,7 @@ class OpenSearchAnswer:
         return {name: facet_listing(name, self._aggs, self._request, limits[name]) for name in FACETS}
 
     def respellings(self) -> dict[Check, str]:
-        return respelling.respellings(self._checks, self._response) if self._checks else {}
+        return spelling.respellings(self._checks, self._response) if self._checks else {}
 
     def all_words_of(self, request: SearchRequest, tree: Node | None) -> int:
         return self._searches.count(search_bodies.plan(request, tree).finds_all_words())

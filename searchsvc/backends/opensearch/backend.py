@@ -1,7 +1,7 @@
 """The OpenSearch backend: the Backend interface on a cluster, behind one alias.
 
 Searches read the alias, so every web node serves whatever the last rebuild published
-(`rebuilding.py`). The cluster finds candidates with lexical scores, counts facets and
+(`generations.py`). The cluster finds candidates with lexical scores, counts facets and
 stores papers with their vectors; what comes first is core.ranking's policy, as on Whoosh.
 """
 
@@ -19,18 +19,18 @@ import numpy as np
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
-from searchsvc.backends.opensearch import in_place, respelling, search_bodies, vectors
+from searchsvc.backends.opensearch import search_bodies, spelling, updates, vectors
 from searchsvc.backends.opensearch.answer import OpenSearchAnswer, ask_word_statistics, word_rescorer
 from searchsvc.backends.opensearch.asking import AliasSearches
+from searchsvc.backends.opensearch.candidates import TierCandidates, catalogue_ranks
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect
-from searchsvc.backends.opensearch.facet_answers import lookup_values
+from searchsvc.backends.opensearch.facets import lookup_values
+from searchsvc.backends.opensearch.generations import Generations
 from searchsvc.backends.opensearch.hits import hit
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.backends.opensearch.rebuilding import Generations
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, page
 from searchsvc.backends.opensearch.suggesting import suggestions
-from searchsvc.backends.opensearch.tier_candidates import TierCandidates, catalogue_ranks
 from searchsvc.backends.ports import Purpose
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
@@ -124,34 +124,34 @@ class OpenSearchBackend:
         """Make `change` in the published index through the alias; return its new label.
 
         Searches see the change at one refresh. An update that dies half-way leaves the ids it
-        was writing in `_meta`, and the next one writes them again (in_place.py); the label is
+        was writing in `_meta`, and the next one writes them again (updates.py); the label is
         published by the same `_meta` write that removes them, after `ready` kept the collection.
         """
         with cluster_errors(self._where):
             index, mapping = self.generations.serving_mapping()
             meta = mapping.get("_meta", {})
             self._write_held(index, meta, collection, change, progress)
-            published = in_place.published_meta(meta, collection, provenance)
-            ready(in_place.label(index, published))
+            published = updates.published_meta(meta, collection, provenance)
+            ready(updates.label(index, published))
             self._refresh_checked(index, len(collection))
             self._put_meta(index, published)
-            self.client.indices.put_settings(index=index, body=in_place.RESUMED)
+            self.client.indices.put_settings(index=index, body=updates.RESUMED)
             self._just_built = False
             # Embedding the new papers rewrites them: then the merge waits after that, once.
             if not (self.settings.semantic_ranking and self.searches.count(vectors.MISSING)):
                 self.generations.settle(index, self.settings.opensearch_merge_wait_s)
-        return in_place.label(index, published)
+        return updates.label(index, published)
 
     def _write_held(
         self, index: str, meta: dict[str, Any], collection: Catalogue, change: Change, progress: Callable[[int], None]
     ) -> None:
         """Record the ids the change writes in `_meta`, then write them, with refreshes held."""
-        ids = in_place.touched(change, meta)
-        papers = in_place.rewritten(collection, change, ids)
+        ids = updates.touched(change, meta)
+        papers = updates.rewritten(collection, change, ids)
         indexed = {paper.id for paper in papers}
-        self.client.indices.put_settings(index=index, body=in_place.HELD)
-        self._put_meta(index, {**meta, in_place.PENDING: ids})
-        self.generations.load(in_place.deletions(index, [i for i in ids if i not in indexed]), lambda _n: None)
+        self.client.indices.put_settings(index=index, body=updates.HELD)
+        self._put_meta(index, {**meta, updates.PENDING: ids})
+        self.generations.load(updates.deletions(index, [i for i in ids if i not in indexed]), lambda _n: None)
         self._load(index, papers, progress)
 
     def _refresh_checked(self, index: str, expected: int) -> None:
@@ -171,7 +171,7 @@ class OpenSearchBackend:
         if found.get("status") == 404:
             return None
         index = sorted(found)[0]
-        return in_place.label(index, found[index]["mappings"].get("_meta", {}))
+        return updates.label(index, found[index]["mappings"].get("_meta", {}))
 
     def _put_meta(self, index: str, meta: dict[str, Any]) -> None:
         """Replace the index's `_meta` (the cluster keeps no part of the old one)."""
@@ -220,8 +220,8 @@ class OpenSearchBackend:
             embedded = {"encoder": encoder, "embedded_papers": count - missing}
         meta = dict(mapping.get("_meta", {}))
         meta.pop("mapping_version", None)
-        meta.pop(in_place.PENDING, None)
-        generation = in_place.label(index, meta)
+        meta.pop(updates.PENDING, None)
+        generation = updates.label(index, meta)
         return dict(meta, generation=generation, doc_count=count, semantic_ranking=semantic, **embedded)
 
     @contextmanager
@@ -248,9 +248,9 @@ class OpenSearchBackend:
             **({"size": 0} if ranked else page(request.sort, request.start, request.per_page, highlight=shown)),
         }
         words = ask_word_statistics(self.searches, self.client, self.alias, plan, aggs) if ranked else None
-        checks = respelling.checks(plan.tree) if shown else []
+        checks = spelling.checks(plan.tree) if shown else []
         if checks:
-            spelling_aggs, body["suggest"] = respelling.aggs_and_suggesters(checks)
+            spelling_aggs, body["suggest"] = spelling.aggs_and_suggesters(checks)
             aggs.update(spelling_aggs)
         response = self.searches.search(body)
         deadline.check()

@@ -20,9 +20,9 @@ from opensearchpy import OpenSearch
 from opensearchpy.helpers import scan, streaming_bulk
 
 from searchsvc.backends.opensearch.cluster import failure_reason
+from searchsvc.backends.opensearch.generations import BULK_CHUNK, Generations
 from searchsvc.backends.opensearch.mapping import CONTENT_KEY, EMBEDDED, VECTOR
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.backends.opensearch.rebuilding import BULK_CHUNK, Generations
 from searchsvc.core.errors import RebuildFailed
 from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory

@@ -14,7 +14,7 @@ from searchsvc.backends.whoosh import word_scores
 from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generation_cache import OpenGeneration
-from searchsvc.backends.whoosh.highlighting import MatchedWords, highlight_abstract, highlight_title
+from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
 from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.spelling import unstemmed_tokens
 from searchsvc.core import spelling
@@ -146,20 +146,6 @@ class WhooshAnswer:
     def all_words_of(self, request: SearchRequest, tree: Node | None) -> int:
         found = match(self._found.gen, request, tree, self._found.deadline, self._settings)
         return int(np.count_nonzero(found.all_words))
-
-
-def hits_of(gen: OpenGeneration, ranked: Ranked, words: MatchedWords, deadline: Deadline) -> list[Hit]:
-    """The papers of `ranked`, highlighted: up to max_per_page abstracts, so the clock is read
-    before each and after the last."""
-    hits = []
-    for docnum, score in ranked:
-        deadline.check()
-        paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
-        hits.append(
-            Hit.of(paper, score, highlight_title(paper.title, words), highlight_abstract(paper.abstract, words))
-        )
-    deadline.check()
-    return hits
 
 
 def mask(gen: OpenGeneration, docnums: Iterable[int] | np.ndarray) -> Mask:

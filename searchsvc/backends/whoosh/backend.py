@@ -16,17 +16,17 @@ from whoosh import query
 from searchsvc.backends.analysis import SEARCH_FIELDS
 from searchsvc.backends.bm25f import FIELD_WEIGHTS
 from searchsvc.backends.ports import Purpose
-from searchsvc.backends.whoosh.answer import WhooshAnswer, hits_of, match
+from searchsvc.backends.whoosh.answer import WhooshAnswer, match
 from searchsvc.backends.whoosh.deadline_collectors import top_scored
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.generations import FILES, GenerationStore
-from searchsvc.backends.whoosh.highlighting import MatchedWords
-from searchsvc.backends.whoosh.incremental import link_previous, write_update
+from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.spelling import write_vocabulary
 from searchsvc.backends.whoosh.unmapped import open_index
+from searchsvc.backends.whoosh.updates import link_previous, write_update
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
@@ -117,7 +117,7 @@ class WhooshBackend:
         provenance: dict[str, Any],
         ready: Callable[[str], None],
     ) -> str:
-        """A new generation sharing the published one's segment files (incremental.py)."""
+        """A new generation sharing the published one's segment files (updates.py)."""
         previous = self.store.generations / self.store.published_name()
         manifest = self.store.manifest(previous)
         base: dict[str, Any] = {key: manifest[key] for key in ("sources", "built_at") if key in manifest}

@@ -1,6 +1,6 @@
 """Which documents of a generation are live, and their places in catalogue order.
 
-A rebuild numbers documents newest first, but an update (`incremental.py`) appends its
+A rebuild numbers documents newest first, but an update (`updates.py`) appends its
 papers as a new segment and marks the papers it replaces as deleted, so document numbers
 no longer follow the catalogue. Ties between equal scores, the `newest` and `oldest` sorts
 all go by these arrays instead, computed once per generation from the id and year columns:

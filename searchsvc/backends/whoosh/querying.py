@@ -25,7 +25,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends import bm25f
 from searchsvc.backends.analysis import K1, SEARCH_FIELDS
 from searchsvc.backends.bm25f import COORDINATION, FIELD_WEIGHTS, SCORE_SCALE, field_b
-from searchsvc.backends.whoosh.highlighting import MatchedWords
+from searchsvc.backends.whoosh.hits import MatchedWords
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.core.deadline import CHECK_EVERY, Deadline
 from searchsvc.core.errors import QueryTooBroad

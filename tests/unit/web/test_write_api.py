@@ -16,8 +16,8 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.settings.write_tokens import entry_for, new_token
 from searchsvc.web.write_body import MEDIA_TYPES
-from searchsvc.write_tokens import entry_for, new_token
 from tests.helpers.apps import app_for
 from tests.helpers.indexes import MakeIndex
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from searchsvc.write_tokens import ENTRY_FORM, parse_entry, read_tokens_file
+from searchsvc.settings.write_tokens import ENTRY_FORM, parse_entry, read_tokens_file
 
 
 class Refused(ValueError):

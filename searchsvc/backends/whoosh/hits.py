@@ -1,4 +1,5 @@
-"""Highlights as safe HTML: every character of stored text escaped, matches wrapped in <mark>.
+"""A page's hits: stored papers with highlights as safe HTML (every character of stored text
+escaped, matches wrapped in <mark>).
 
 Whoosh's HtmlFormatter leaves quotes unescaped and returns '' when nothing matched, which
 tempts a fallback to raw stored text; this formatter escapes everything itself and the
@@ -18,7 +19,11 @@ from whoosh.analysis.tokenizers import default_pattern
 from whoosh.highlight import ContextFragmenter, Formatter, Fragment, WholeFragmenter, get_text, highlight
 from whoosh.support.charset import accent_map
 
+from searchsvc.backends.whoosh.generation_cache import OpenGeneration
 from searchsvc.backends.whoosh.schema import stem
+from searchsvc.core.deadline import Deadline
+from searchsvc.core.model import Hit
+from searchsvc.core.paper import Paper
 from searchsvc.core.text import ELLIPSIS as _ELLIPSIS
 from searchsvc.core.text import SNIPPET_CHARS, opening
 
@@ -125,3 +130,19 @@ def highlight_abstract(abstract: str, words: MatchedWords) -> str:
         highlight(abstract, {_MATCH}, words.analyzer(), fragmenter, _FORMATTER, top=SNIPPET_FRAGMENTS) if words else ""
     )
     return marked or escape(opening(abstract), quote=True)
+
+
+def hits_of(
+    gen: OpenGeneration, ranked: list[tuple[int, float | None]], words: MatchedWords, deadline: Deadline
+) -> list[Hit]:
+    """The papers of `ranked`, highlighted: up to max_per_page abstracts, so the clock is read
+    before each and after the last."""
+    hits = []
+    for docnum, score in ranked:
+        deadline.check()
+        paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
+        hits.append(
+            Hit.of(paper, score, highlight_title(paper.title, words), highlight_abstract(paper.abstract, words))
+        )
+    deadline.check()
+    return hits

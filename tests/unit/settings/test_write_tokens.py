@@ -7,8 +7,8 @@ import hmac
 
 import pytest
 
-from searchsvc import write_tokens
-from searchsvc.write_tokens import TokenHash, entry_for, new_token, parse_entry, writer_named_by
+from searchsvc.settings import write_tokens
+from searchsvc.settings.write_tokens import TokenHash, entry_for, new_token, parse_entry, writer_named_by
 
 
 def test_a_new_token_is_random_and_its_entry_holds_only_its_hash() -> None:

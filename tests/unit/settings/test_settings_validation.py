@@ -13,7 +13,7 @@ from searchsvc import create_app
 from searchsvc.cli import main
 from searchsvc.core.errors import ConfigurationError
 from searchsvc.settings import Settings, load_settings
-from searchsvc.settings_rules import Integer
+from searchsvc.settings.rules import Integer
 from tests.helpers.paths import REPO
 from tests.helpers.servers import gunicorn_refusing
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.core.errors import ConfigurationError
-from searchsvc.settings_rules import (
+from searchsvc.settings.rules import (
     Boolean,
     Choice,
     Integer,
@@ -33,7 +33,7 @@ from searchsvc.settings_rules import (
     UrlList,
     masked_url,
 )
-from searchsvc.write_tokens import TokenHash, duplicate_name, parse_entry, read_tokens_file
+from searchsvc.settings.write_tokens import TokenHash, duplicate_name, parse_entry, read_tokens_file
 
 CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
 DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")
