@@ -18,6 +18,7 @@ from tqdm import tqdm
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
 from searchsvc.core.model import SORTS, SearchResult
+from searchsvc.ingest.sources import formats_described
 from searchsvc.operations import background_embedding, update
 from searchsvc.operations.rebuild import RebuildReport, rebuild
 from searchsvc.operations.search import search
@@ -70,16 +71,19 @@ def _settings(index_dir: Path | None) -> Settings:
     return load_settings({"index_dir": index_dir})
 
 
-@main.command("rebuild")
+# The formats are listed from the readers' registry, so the help cannot fall behind them.
+_REBUILD_HELP = f"""Build a new index generation from SOURCES and publish it atomically.
+
+SOURCES are files or folders of files in these formats: {formats_described()}. With none,
+the configured sources (seeds/) are read. On any error nothing is published and the
+previous index keeps serving.
+"""
+
+
+@main.command("rebuild", help=_REBUILD_HELP)
 @click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
 @index_dir_option
 def rebuild_command(sources: tuple[Path, ...], index_dir: Path | None) -> None:
-    """Build a new index generation from SOURCES and publish it atomically.
-
-    SOURCES are profile pages (*.txt), JSON-lines record files (*.jsonl) or folders of
-    them; with none, the configured sources (seeds/) are read. On any error nothing is
-    published and the previous index keeps serving.
-    """
     settings = _settings(index_dir)
     report = _rebuild(open_backend(settings), list(sources) or list(settings.sources))
     if settings.metrics:

@@ -75,24 +75,34 @@ def _xml(path: Path) -> SourceFormat:
     )
 
 
-_BY_SUFFIX: dict[str, Callable[[Path], SourceFormat]] = {
-    ".txt": lambda path: PROFILE,
-    ".jsonl": _json_lines,
-    ".json": _json_lines,
-    ".ndjson": _json_lines,
-    ".atom": lambda path: ATOM_FEED,
-    ".xml": _xml,
-    ".bib": lambda path: BIBTEX,
-    ".ris": lambda path: RIS,
-    ".csv": lambda path: TABLE,
-    ".tsv": lambda path: TABLE,
-}
+_JSON_LINES = "JSON lines of records, the arXiv OAI snapshot or OpenAlex works"
+_TABLES = "CSV or TSV with a header row"
+# Each extension a rebuild reads: what users are told it holds, and how its format is chosen.
+_EXTENSIONS: list[tuple[str, str, Callable[[Path], SourceFormat]]] = [
+    (".txt", "profile pages", lambda path: PROFILE),
+    (".jsonl", _JSON_LINES, _json_lines),
+    (".json", _JSON_LINES, _json_lines),
+    (".ndjson", _JSON_LINES, _json_lines),
+    (".atom", "arXiv Atom", lambda path: ATOM_FEED),
+    (".xml", "arXiv Atom", _xml),
+    (".bib", "BibTeX", lambda path: BIBTEX),
+    (".ris", "RIS", lambda path: RIS),
+    (".csv", _TABLES, lambda path: TABLE),
+    (".tsv", _TABLES, lambda path: TABLE),
+]
+_BY_SUFFIX = {suffix: choose for suffix, _described, choose in _EXTENSIONS}
 SUFFIXES = tuple(_BY_SUFFIX)
-ACCEPTED = (
-    "accepted are profile pages (.txt), JSON lines of records, arXiv OAI snapshot or OpenAlex works "
-    "(.jsonl, .json, .ndjson), arXiv Atom (.atom, .xml), BibTeX (.bib), RIS (.ris), "
-    "CSV or TSV with a header (.csv, .tsv)"
-)
+
+
+def formats_described() -> str:
+    """Every format read, with its extensions ("BibTeX (.bib), ..."), from the registry above."""
+    grouped: dict[str, list[str]] = {}
+    for suffix, described, _choose in _EXTENSIONS:
+        grouped.setdefault(described, []).append(suffix)
+    return ", ".join(f"{described} ({', '.join(suffixes)})" for described, suffixes in grouped.items())
+
+
+ACCEPTED = f"accepted are {formats_described()}"
 
 
 def source_format(path: Path) -> SourceFormat:

@@ -170,3 +170,10 @@ def test_embed_gives_an_index_built_without_meaning_its_vectors(runner, index_di
     assert json.loads(invoke(runner, "status", "--index-dir", str(index_dir)).stdout)["semantic_ranking"] == "on"
     off = invoke(runner, "embed", "--index-dir", str(index_dir), env={"SEARCHSVC_SEMANTIC_RANKING": "false"})
     assert off.exit_code == 2 and "ranking by meaning is off" in off.stderr
+
+
+def test_rebuild_help_names_every_extension_a_reader_reads(runner) -> None:
+    from searchsvc.ingest.sources import SUFFIXES
+
+    shown = " ".join(invoke(runner, "rebuild", "--help").stdout.split())
+    assert all(f"{suffix}," in shown or f"{suffix})" in shown for suffix in SUFFIXES), shown
