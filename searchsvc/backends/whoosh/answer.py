@@ -11,11 +11,11 @@ from functools import cached_property
 import numpy as np
 
 from searchsvc.backends.whoosh import word_scores
+from searchsvc.backends.whoosh.compiling import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generation_cache import OpenGeneration
 from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
-from searchsvc.backends.whoosh.querying import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.spelling import unstemmed_tokens
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline

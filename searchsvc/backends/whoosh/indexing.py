@@ -35,7 +35,7 @@ from searchsvc.core.paper import Paper
 Progress = Callable[[int], None]
 # Each process writes at least this many papers. Forking and one more segment per search
 # cost more than they save on a small collection, and above 5,000 documents per segment
-# Whoosh's Or builds the same kind of matcher as in one big segment (querying.CoordinatedOr).
+# Whoosh's Or builds the same kind of matcher as in one big segment (lucene_scoring.CoordinatedOr).
 MIN_PAPERS_PER_PROCESS = 6000
 _PROGRESS_EVERY = 500  # papers between two progress reports of a child
 PROCESSES: int | None = None  # writer processes at most; None: one per CPU core

@@ -23,17 +23,12 @@ from whoosh.query import Query
 from whoosh.searching import Searcher
 
 from searchsvc.backends import bm25f
+from searchsvc.backends.whoosh.compiling import CompiledQuery
+from searchsvc.backends.whoosh.deadline_matching import CheckedPhrase
 from searchsvc.backends.whoosh.facets import Mask
+from searchsvc.backends.whoosh.lucene_scoring import CoordinatedOr, Weighted, WordInFields, idf
 from searchsvc.backends.whoosh.phrases import phrase_docs
 from searchsvc.backends.whoosh.postings import Floats, Ints, Postings
-from searchsvc.backends.whoosh.querying import (
-    CheckedPhrase,
-    CompiledQuery,
-    CoordinatedOr,
-    Weighted,
-    WordInFields,
-    idf,
-)
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 
 # Whoosh's Or preloads its matches instead of building a tree of unions in segments of up

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from whoosh import query
 
-from searchsvc.backends.whoosh import WhooshBackend, querying
+from searchsvc.backends.whoosh import WhooshBackend, deadline_matching
 from searchsvc.backends.whoosh.deadline_collectors import all_scored
 from searchsvc.core import edits, spelling
 from searchsvc.core.deadline import Deadline, budget, request_budget
@@ -105,16 +105,16 @@ def test_one_budget_per_request_shared_by_every_backend_call(
 def test_phrases_read_the_clock_while_they_look_and_otherwise_match_as_whoosh(
     seed_backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(querying, "_SPANS_PER_CHECK", 1)
+    monkeypatch.setattr(deadline_matching, "_SPANS_PER_CHECK", 1)
     searcher = seed_backend._generations.get().searcher
     words = ["embedding", "tables"]
     plain = query.Phrase("abstract_exact", words)
-    checked = querying.CheckedPhrase("abstract_exact", words, Deadline(60_000))
+    checked = deadline_matching.CheckedPhrase("abstract_exact", words, Deadline(60_000))
     expected = sorted(searcher.docs_for_query(plain))
     assert expected and sorted(all_scored(searcher, checked, Deadline(60_000))[0].tolist()) == expected
     now = [0.0]
     expired = Deadline(1000, clock=lambda: now[0])
-    looking = querying.CheckedPhrase("abstract_exact", words, expired)
+    looking = deadline_matching.CheckedPhrase("abstract_exact", words, expired)
     now[0] = 2.0
     with pytest.raises(SearchTimedOut):
         looking.matcher(searcher.leaf_searchers()[0][0], searcher.context())
@@ -127,21 +127,21 @@ def test_wildcard_words_read_the_clock_and_otherwise_match_and_score_as_whoosh_t
     words = [text.decode() for text in searcher.reader().expand_prefix("abstract_exact", "em")]
     assert len(words) > 1
     plain = query.Or([query.Term("abstract_exact", word) for word in words])
-    steps = querying._Steps(Deadline(60_000))
-    checked = query.Or([querying.CheckedTerm("abstract_exact", word, steps) for word in words])
+    steps = deadline_matching.Steps(Deadline(60_000))
+    checked = query.Or([deadline_matching.CheckedTerm("abstract_exact", word, steps) for word in words])
     expected = all_scored(searcher, plain, Deadline(60_000))
     found = all_scored(searcher, checked, Deadline(60_000))
     assert len(expected[0]) and expected[0].tolist() == found[0].tolist() and expected[1].tolist() == found[1].tolist()
 
-    monkeypatch.setattr(querying, "CHECK_EVERY", 1)  # every step through the postings reads the clock
+    monkeypatch.setattr(deadline_matching, "CHECK_EVERY", 1)  # every step through the postings reads the clock
     now = [0.0]
-    late = querying._Steps(Deadline(1000, clock=lambda: now[0]))
+    late = deadline_matching.Steps(Deadline(1000, clock=lambda: now[0]))
     leaf, context = searcher.leaf_searchers()[0][0], searcher.context()
-    matcher = querying.CheckedTerm("abstract_exact", "the", late).matcher(leaf, context)
+    matcher = deadline_matching.CheckedTerm("abstract_exact", "the", late).matcher(leaf, context)
     assert matcher.is_active()
     now[0] = 2.0
     with pytest.raises(SearchTimedOut):
         while matcher.is_active():
             matcher.next()
     with pytest.raises(SearchTimedOut):  # nor is another of the thousands of matchers built
-        querying.CheckedTerm("abstract_exact", "the", late).matcher(leaf, context)
+        deadline_matching.CheckedTerm("abstract_exact", "the", late).matcher(leaf, context)

@@ -48,7 +48,7 @@ def test_an_update_leaves_the_served_generation_byte_identical_and_shares_its_se
 
 def test_an_excluded_word_excludes_a_segments_first_match(make_index: MakeIndex) -> None:
     """Whoosh's AndNotMatcher let a segment's first match through when the excluded word's
-    postings began earlier (querying._AndNotMatcher); documents are numbered newest first."""
+    postings began earlier (compiling._AndNotMatcher); documents are numbered newest first."""
     backend = make_index(
         [
             {"id": "a", "title": "Vision only", "abstract": "", "year": 2020},

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, phrases, word_scores
+from searchsvc.backends.whoosh.compiling import QueryCompiler
 from searchsvc.backends.whoosh.postings import Postings
-from searchsvc.backends.whoosh.querying import QueryCompiler
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import parse
@@ -208,8 +208,8 @@ def test_pruning_no_longer_changes_scores(acl_backend) -> None:
     """Whoosh's collector prunes matchers as its top N fills; the coordination bonus used to
     recount the query's terms after each pruning, so a paper's score depended on when it was
     scored. Now the top N of the collector and the scores of every match agree."""
+    from searchsvc.backends.whoosh.compiling import QueryCompiler
     from searchsvc.backends.whoosh.deadline_collectors import all_scored, top_scored
-    from searchsvc.backends.whoosh.querying import QueryCompiler
     from searchsvc.core.deadline import Deadline
     from searchsvc.core.query import parse
 
