@@ -108,6 +108,11 @@ def rank_page(
     return ranked
 
 
+# A paper's most distinctive words that "related papers" look for when its vector is not there
+# (more-like-this): both engines ask for this many.
+RELATED_KEY_TERMS = 12
+
+
 def related_order(
     vectors: np.ndarray, paper: np.ndarray, limit: int, exclude: Sequence[int] = ()
 ) -> list[tuple[int, float]]:

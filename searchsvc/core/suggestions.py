@@ -59,3 +59,9 @@ def combine(start: Typed, words: list[tuple[str, int]], authors: list[tuple[str,
         quoted = name.replace('"', " ")  # a quote would end the phrase early
         chosen.append(Suggestion(f'{start.kept}author:"{quoted}"', "author", name, papers))
     return chosen
+
+
+def most_papers_first(found: list[tuple[str, int]], limit: int) -> list[tuple[str, int]]:
+    """The `limit` completions with the most papers, ties alphabetical: the order both engines
+    list words and authors in (the Whoosh engine's arrays are sorted so once per generation)."""
+    return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]

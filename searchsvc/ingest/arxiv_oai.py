@@ -14,7 +14,7 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, distinct, first_last, one_line, preview, year_in
+from searchsvc.ingest.fields import FieldProblem, distinct, first_last, one_line, preview, string_field, year_in
 from searchsvc.ingest.json_records import json_papers
 
 
@@ -24,34 +24,25 @@ def read_arxiv_oai(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
 
 
 def _paper(obj: dict[str, Any], where: SourceLocation, warn: Callable[[str], None]) -> Paper:
-    title = one_line(_string(obj, "title"))
+    title = one_line(string_field(obj, "title"))
     if not title:
         raise FieldProblem("record has no title")
-    arxiv = _string(obj, "id")
-    identifiers = Identifiers.of(arxiv=arxiv, doi_text=_string(obj, "doi").split(" ")[0])
+    arxiv = string_field(obj, "id")
+    identifiers = Identifiers.of(arxiv=arxiv, doi_text=string_field(obj, "doi").split(" ")[0])
     if arxiv and not identifiers.arxiv:
         raise FieldProblem(f"'id' {preview(arxiv)} is not an arXiv id such as 2101.11408 or hep-th/9901001")
-    if _string(obj, "doi") and not identifiers.doi:
-        warn(f"{where}: 'doi' {preview(_string(obj, 'doi'))} is not a DOI; ignored")
+    if string_field(obj, "doi") and not identifiers.doi:
+        warn(f"{where}: 'doi' {preview(string_field(obj, 'doi'))} is not a DOI; ignored")
     return Paper(
         id=paper_id_for_title(title),
         title=title,
-        abstract=one_line(_string(obj, "abstract")),
+        abstract=one_line(string_field(obj, "abstract")),
         year=_year(obj),
-        subjects=distinct(_string(obj, "categories").split()),
+        subjects=distinct(string_field(obj, "categories").split()),
         authors=_authors(obj),
         sources=[where],
         identifiers=identifiers,
     )
-
-
-def _string(obj: dict[str, Any], key: str) -> str:
-    value = obj.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise FieldProblem(f"{key!r} must be a string, found {preview(str(value))}")
-    return value
 
 
 def _year(obj: dict[str, Any]) -> int | None:
@@ -61,13 +52,13 @@ def _year(obj: dict[str, Any]) -> int | None:
         created = versions[0].get("created")
         if isinstance(created, str) and created.strip():
             return year_in(created, "versions")
-    return year_in(_string(obj, "update_date"), "update_date")
+    return year_in(string_field(obj, "update_date"), "update_date")
 
 
 def _authors(obj: dict[str, Any]) -> list[str]:
     parsed = obj.get("authors_parsed")
     if parsed is None:
-        return distinct(_string(obj, "authors").replace(" and ", ", ").split(","))
+        return distinct(string_field(obj, "authors").replace(" and ", ", ").split(","))
     if not isinstance(parsed, list) or not all(
         isinstance(p, list) and all(isinstance(s, str) for s in p) for p in parsed
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
 MIN_YEAR, MAX_YEAR = 1000, 2999
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
@@ -60,3 +61,13 @@ def surname_first_to_first_last(name: str) -> str:
 def preview(text: str, limit: int = 40) -> str:
     """A value as an error may quote it: escaped, and cut short."""
     return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
+
+
+def string_field(obj: dict[str, Any], key: str) -> str:
+    """A JSON record's text field as given ("" when absent or null); FieldProblem if it is not text."""
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise FieldProblem(f"'{key}' must be a string, found {json.dumps(value)[:60]}")
+    return value

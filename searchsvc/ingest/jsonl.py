@@ -14,7 +14,7 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, distinct, one_line
+from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, distinct, one_line, string_field
 from searchsvc.ingest.json_records import json_papers
 
 
@@ -51,12 +51,7 @@ def _paper(obj: dict[str, Any], where: SourceLocation, warn: Callable[[str], Non
 
 
 def _text(obj: dict[str, Any], key: str) -> str:
-    value = obj.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise FieldProblem(f"'{key}' must be a string, found {json.dumps(value)[:60]}")
-    return one_line(value)
+    return one_line(string_field(obj, key))
 
 
 def _year(value: Any) -> int | None:

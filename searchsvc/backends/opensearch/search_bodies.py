@@ -11,6 +11,7 @@ from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, T
 from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
 from searchsvc.core.model import FACETS, SearchRequest
 from searchsvc.core.query import Node, required_words
+from searchsvc.core.ranking import RELATED_KEY_TERMS
 from searchsvc.settings import Settings
 
 SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers"]
@@ -20,7 +21,6 @@ FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}"}
 # raw bytes, the service case-insensitively, so a few more than shown must come back.
 FACET_HEADROOM = 10
 WORD_SAMPLE = 200  # papers per shard whose text word completions are read from
-LIKE_TERMS = 12  # as the Whoosh backend's RELATED_KEY_TERMS
 _BY_YEAR = {"order": "desc", "missing": "_last"}
 SORTS = {
     # Ties go to the newer paper, then the id: core.paper.catalogue_key, as on the Whoosh backend.
@@ -213,7 +213,7 @@ def more_like(index: str, paper_id: str, any_word: bool) -> Dsl:
         "like": [{"_index": index, "_id": paper_id}],
         "min_term_freq": 1,
         "min_doc_freq": 1,
-        "max_query_terms": LIKE_TERMS,
+        "max_query_terms": RELATED_KEY_TERMS,
     }
     if any_word:
         like["minimum_should_match"] = 1

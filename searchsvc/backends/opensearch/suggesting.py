@@ -11,7 +11,7 @@ from searchsvc.backends.opensearch import search_bodies
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.mapping import TEXT_FIELDS
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.core.suggestions import Suggestion, Typed, combine
+from searchsvc.core.suggestions import Suggestion, Typed, combine, most_papers_first
 from searchsvc.core.text import has_word_starting
 
 
@@ -23,7 +23,7 @@ def suggestions(searches: AliasSearches, start: Typed, limit: int, timeout: Call
     names = [(bucket["shown"]["buckets"][0]["key"], bucket["doc_count"]) for bucket in buckets]
     authors = [(name, papers) for name, papers in names if has_word_starting(name, start.prefix)]
     words = _completed_words(searches, start.prefix, limit, timeout)
-    return combine(start, _best(words, limit), _best(authors, limit), limit)
+    return combine(start, most_papers_first(words, limit), most_papers_first(authors, limit), limit)
 
 
 def _completed_words(
@@ -38,8 +38,3 @@ def _completed_words(
     buckets = counted["buckets"]
     papers = {word: sum(buckets[f"{field}:{word}"]["doc_count"] for field in TEXT_FIELDS) for word in found}
     return [(word, count) for word, count in papers.items() if count and suggestible(word)]
-
-
-def _best(found: list[tuple[str, int]], limit: int) -> list[tuple[str, int]]:
-    """The `limit` with the most papers, ties alphabetical (as the Whoosh engine's completions order them)."""
-    return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]

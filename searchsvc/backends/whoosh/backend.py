@@ -34,13 +34,12 @@ from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node
-from searchsvc.core.ranking import related_order
+from searchsvc.core.ranking import RELATED_KEY_TERMS, related_order
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
 ENGINE = "whoosh-reloaded"
-RELATED_KEY_TERMS = 12  # a paper's most distinctive words that "related papers" look for
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")

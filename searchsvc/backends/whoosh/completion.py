@@ -38,7 +38,8 @@ class Completions:
         texts = [text for text, _ in pairs]
         papers = np.array([count for _, count in pairs], dtype=np.int64)
         alphabetical = np.array(sorted(range(len(texts)), key=texts.__getitem__), dtype=np.int64)
-        by_rank = alphabetical[np.argsort(-papers[alphabetical], kind="stable")]  # most papers, then alphabetical
+        # core.suggestions.most_papers_first's order (most papers, then alphabetical), as arrays
+        by_rank = alphabetical[np.argsort(-papers[alphabetical], kind="stable")]
         rank_of = np.empty(len(texts), dtype=np.int32)
         rank_of[by_rank] = np.arange(len(texts), dtype=np.int32)
         all_keys: list[str] = []
