@@ -19,7 +19,7 @@ from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
 from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.ingest.sources import formats_described
-from searchsvc.operations import background_embedding, update
+from searchsvc.operations import background_embedding, changes, update
 from searchsvc.operations.rebuild import RebuildReport, rebuild
 from searchsvc.operations.search import search
 from searchsvc.settings import Settings, load_settings
@@ -82,10 +82,15 @@ previous index keeps serving.
 
 @main.command("rebuild", help=_REBUILD_HELP)
 @click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--discard-changes",
+    is_flag=True,
+    help="Drop the changes made since the sources (searchsvc add/remove, the write API) instead of replaying them.",
+)
 @index_dir_option
-def rebuild_command(sources: tuple[Path, ...], index_dir: Path | None) -> None:
+def rebuild_command(sources: tuple[Path, ...], discard_changes: bool, index_dir: Path | None) -> None:
     settings = _settings(index_dir)
-    report = _rebuild(open_backend(settings), list(sources) or list(settings.sources))
+    report = _rebuild(open_backend(settings), list(sources) or list(settings.sources), discard_changes)
     if settings.metrics:
         from searchsvc.web.metrics import observe_rebuild  # Flask and prometheus_client only when asked for
 
@@ -120,6 +125,43 @@ def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) 
         sys.exit(1)
 
 
+@main.group("changes", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON lines.")
+@index_dir_option
+@click.pass_context
+def changes_command(context: click.Context, as_json: bool, index_dir: Path | None) -> None:
+    """List the changes made since the sources (searchsvc add/remove, the write API), oldest first.
+
+    Every rebuild replays them after its sources; `rebuild --discard-changes` drops them.
+    """
+    context.obj = index_dir
+    if context.invoked_subcommand is not None:
+        return
+    for change in changes.kept(open_backend(_settings(index_dir))):
+        if as_json:
+            added = [paper.id for paper in change.added]
+            click.echo(json.dumps({"at": change.at, "by": change.by, "added": added, "removed": change.removed}))
+        else:
+            ids = [f"+{paper.id}" for paper in change.added] + [f"-{paper_id}" for paper_id in change.removed]
+            click.echo(f"{change.at}  {change.by}: {' '.join(ids)}")
+
+
+@changes_command.command("export")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@index_dir_option
+@click.pass_obj
+def changes_export_command(group_index_dir: Path | None, file: Path, index_dir: Path | None) -> None:
+    """Write the papers added by the changes to FILE as a JSON-lines source.
+
+    With FILE among the sources, `rebuild --discard-changes` gives the same papers (removals
+    are not records: take those papers out of the sources).
+    """
+    added, removed = changes.export(open_backend(_settings(index_dir or group_index_dir)), file)
+    click.echo(f"{added} added record(s) written to {file}")
+    if removed:
+        click.echo(f"warning: {removed} removal(s) are not records: take those papers out of the sources", err=True)
+
+
 @main.command("embed")
 @index_dir_option
 def embed_command(index_dir: Path | None) -> None:
@@ -146,9 +188,9 @@ def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-def _rebuild(backend: Backend, sources: list[Path]) -> RebuildReport:
+def _rebuild(backend: Backend, sources: list[Path], discard_changes: bool = False) -> RebuildReport:
     """A rebuild with a progress bar on a terminal and warnings on stderr."""
-    return rebuild(backend, sources, progress=_progress_bar, warn=_warn)
+    return rebuild(backend, sources, progress=_progress_bar, warn=_warn, discard_changes=discard_changes)
 
 
 @contextmanager
@@ -248,7 +290,8 @@ def serve_command(host: str, port: int, index_dir: Path | None) -> None:
 @index_dir_option
 def status_command(index_dir: Path | None) -> None:
     """Show the published index generation: papers, sources, when it was built."""
-    click.echo(json.dumps(open_backend(_settings(index_dir)).status(), indent=2, sort_keys=True))
+    backend = open_backend(_settings(index_dir))
+    click.echo(json.dumps({**backend.status(), "changes": changes.count(backend)}, indent=2, sort_keys=True))
 
 
 @main.command("settings")

@@ -8,25 +8,55 @@ papers do not depend on the order the records arrive in.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from searchsvc.core.paper import Paper, paper_id_for_title
 from searchsvc.core.text import normalise_title
+from searchsvc.ingest import journal
 from searchsvc.ingest.collection import Collection, Group, MergeStore
 
 
-def merge_records(records: Iterable[Paper], warn: Callable[[str], None], scratch: Path | None = None) -> Collection:
+@dataclass
+class Replayed:
+    """What a rebuild took from the journal after its sources: changes, records added, papers removed."""
+
+    changes: int = 0
+    added: int = 0
+    removed: int = 0
+
+
+def merge_records(
+    records: Iterable[Paper],
+    warn: Callable[[str], None],
+    scratch: Path | None = None,
+    changes: Iterable[journal.Change] = (),
+    replayed: Replayed | None = None,
+) -> Collection:
     """Merge records that share an identifier, on disk in a folder made in `scratch` (None: the
     system's temporary directory; `ingest.collection`): memory stays flat whatever the input size.
-    Close the collection when done with it."""
+    Then replay `changes` (the journal's, in order) by the same rules: their records merge with
+    the sources' papers, their removed ids go, counted in `replayed`. Close the collection when done."""
     store = MergeStore(scratch)
+    tally = Replayed() if replayed is None else replayed
     try:
         with store.failures_explained():
-            return store.finish(merge_into(store, records, warn))
+            merged = merge_into(store, itertools.chain(records, _replay(store, changes, tally)), warn)
+            return store.finish(merged, tally.changes)
     except BaseException:
         store.discard()
         raise
+
+
+def _replay(store: MergeStore, changes: Iterable[journal.Change], tally: Replayed) -> Iterator[Paper]:
+    """Each change's records, then its removals, made as `merge_into` asks for the next record."""
+    for change in changes:
+        tally.changes += 1
+        tally.added += len(change.added)
+        yield from change.added
+        tally.removed += sum(store.remove(paper_id) for paper_id in change.removed)
 
 
 def merge_into(store: MergeStore, records: Iterable[Paper], warn: Callable[[str], None]) -> int:

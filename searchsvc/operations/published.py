@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from searchsvc.backends import Backend
-from searchsvc.ingest.collection import Collection
+from searchsvc.ingest.collection import Collection, journal_entries_of
+from searchsvc.ingest.journal import Journal
 
 COLLECTIONS = "collections"
 
@@ -30,3 +31,14 @@ def prune_collections(backend: Backend, published: str) -> None:
     for path in (backend.settings.index_dir / COLLECTIONS).glob("*.sqlite"):
         if path.stem != published:
             path.unlink(missing_ok=True)
+
+
+def published_changes(backend: Backend, changes: Journal) -> int:
+    """How many of the journal's changes the published generation includes; a line past them is a
+    change that died before it was published. Without a published collection to tell (none yet,
+    or one kept before the journal), every change counts: a change is never dropped on a guess."""
+    published = backend.published()
+    path = None if published is None else collection_file(backend, published)
+    if path is None or not path.is_file():
+        return len(changes)
+    return journal_entries_of(path)

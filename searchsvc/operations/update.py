@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +21,9 @@ from typing import Any
 from searchsvc.backends import Backend
 from searchsvc.core.catalogue import Change
 from searchsvc.core.errors import IndexUnavailable
+from searchsvc.core.paper import Paper, SourceLocation
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
+from searchsvc.ingest import journal
 from searchsvc.ingest.collection import MergeStore
 from searchsvc.ingest.merging import merge_into
 from searchsvc.ingest.sources import discover, read_records
@@ -85,14 +87,19 @@ def add(
         report.warnings.append(message)
         warn(message)
 
+    read: list[Paper] = []  # as the journal keeps them, to be replayed by every rebuild
+
     def merge(store: MergeStore) -> int:
         files = discover(sources)
         with progress("reading", None) as advance:
-            records = merge_into(store, counted(read_records(files, note, Counter()), advance), note)
-        report.records = records - store.records_before
-        return records
+            records = read_records(files, note, Counter())
+            merged = merge_into(store, counted(_kept(records, read, origin), advance), note)
+        report.records = merged - store.records_before
+        return merged
 
-    return _update(backend, merge, report, progress, {"added_from": origin or [str(s) for s in sources]}, embed)
+    by = origin or f"searchsvc add {' '.join(map(str, sources))}"
+    provenance = {"added_from": origin or [str(s) for s in sources]}
+    return _update(backend, merge, report, progress, provenance, embed, lambda: journal.Change(_now(), by, read))
 
 
 def remove(
@@ -101,16 +108,21 @@ def remove(
     progress: ProgressFactory = no_progress,
     warn: Callable[[str], None] = lambda message: None,
     embed: bool = True,
+    origin: str = "searchsvc remove",
 ) -> ChangeReport:
     """Remove the papers with these ids and publish; ids no paper has are reported as missing.
-    `embed` as for `add` (a removal embeds nothing, but its store drops the removed vectors)."""
+    `embed` as for `add` (a removal embeds nothing, but its store drops the removed vectors);
+    `origin` names who asked, in the journal."""
     report = ChangeReport()
 
     def merge(store: MergeStore) -> int:
         report.missing = [paper_id for paper_id in dict.fromkeys(ids) if not store.remove(paper_id)]
         return store.records_before
 
-    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed)
+    def change() -> journal.Change:
+        return journal.Change(_now(), origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
+
+    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, change)
 
 
 def _update(
@@ -120,7 +132,9 @@ def _update(
     progress: ProgressFactory,
     provenance: dict[str, Any],
     embed: bool,
+    asked: Callable[[], journal.Change],
 ) -> ChangeReport:
+    """Merge, publish what changed and journal it (`asked`: the change as the journal keeps it)."""
     started = time.monotonic()
     with backend.exclusive_rebuild():
         published = backend.published()
@@ -133,17 +147,21 @@ def _update(
                 "version of searchsvc): run `searchsvc rebuild` once"
             )
         store = MergeStore(backend.settings.index_dir, published=path)
+        changes = journal.Journal(backend.settings.index_dir)
         try:
+            changes.keep_first(store.journal_before)  # a change journaled but never published is dropped
             with store.failures_explained():
                 records = merge(store)
                 change = _classify(store, report)
-                collection = store.finish(records)
+                changed = bool(change.deleted or change.added)
+                collection = store.finish(records, store.journal_before + changed)
         except BaseException:
             store.discard()
             raise
         report.generation = published
         with collection:
-            if change.deleted or change.added:
+            if changed:
+                changes.append(asked())  # on disk before the change is published
                 with progress("indexing", len(change.added)) as advance:
                     report.generation = backend.apply(
                         collection, change, advance, provenance, keep_collection(backend, collection)
@@ -194,3 +212,16 @@ def _classify(store: MergeStore, report: ChangeReport) -> Change:
                 report.removed.append(before[0])
         added.append(paper)
     return Change(deleted, added)
+
+
+def _kept(records: Iterable[Paper], kept: list[Paper], origin: str | None) -> Iterator[Paper]:
+    """`records`, each also added to `kept`; read from a body, named by `origin` (its file is temporary)."""
+    for record in records:
+        if origin is not None:
+            record.sources = [SourceLocation(origin, source.line) for source in record.sources]
+        kept.append(record)
+        yield record
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
+from searchsvc.operations import changes
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import HealthSchema, StatusSchema
 from searchsvc.web.service import service
@@ -29,8 +30,15 @@ def readyz() -> Response:
     The engine is named, not its library's version: that tells an attacker which flaws to try
     (`searchsvc status` shows the version to the operator).
     """
-    status = service().backend.status()
-    ready = {**status, "status": "ready", "engine": service().settings.backend, "changed_at": changed_at(status)}
+    backend = service().backend
+    status = backend.status()
+    ready = {
+        **status,
+        "status": "ready",
+        "engine": service().settings.backend,
+        "changed_at": changed_at(status),
+        "changes": changes.count(backend),
+    }
     return jsonify(StatusSchema().dump(ready))
 
 

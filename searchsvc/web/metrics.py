@@ -38,6 +38,7 @@ from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import SearchsvcError, SearchTimedOut
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import Node
+from searchsvc.operations import changes
 from searchsvc.settings import Settings
 from searchsvc.settings.rules import address_port
 from searchsvc.web.metrics_directory import MULTIPROC_DIR_ENV
@@ -239,7 +240,11 @@ def index_state(backend: Backend) -> Iterable[Metric]:
     )
     for state in SEMANTIC_STATES:
         semantic.add_metric([state], 1 if status.get("semantic_ranking") == state else 0)
-    found = [up, info, papers, semantic]
+    kept = GaugeMetricFamily(
+        "searchsvc_changes", "Changes made since the sources (adds and removes) that every rebuild replays"
+    )
+    kept.add_metric([], float(changes.count(backend)))
+    found = [up, info, papers, semantic, kept]
     if "embedded_papers" in status:  # ranking by meaning is on: how far the vectors have got
         embedded = GaugeMetricFamily(
             "searchsvc_embedded_papers", "Papers of the served generation that have their vector (ranking by meaning)"

@@ -419,6 +419,13 @@ class StatusSchema(Schema):
     engine = fields.String(
         required=True, metadata={"description": "whoosh or opensearch (the library's version is not disclosed)."}
     )
+    changes = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Changes made since the sources (adds and removes, through the API or the command line): "
+            "every rebuild replays them after its sources, until discarded with `searchsvc rebuild --discard-changes`."
+        },
+    )
     semantic_ranking = fields.String(
         required=True,
         metadata={"description": "on; pending while a rebuild embeds the papers (lexical until then); off."},

@@ -58,7 +58,9 @@ def add_papers() -> Response:
 )
 def remove_paper(paper_id: str) -> Response:
     name = writer()
-    report = _change(name, lambda: update.remove(service().backend, [paper_id], embed=False))
+    report = _change(
+        name, lambda: update.remove(service().backend, [paper_id], embed=False, origin=f"DELETE /api/papers by {name}")
+    )
     if paper_id in report.missing:
         raise PaperNotFound(f"no paper has the id {paper_id!r}; nothing was removed", {"report": report.as_dict()})
     return _report_response(report)

@@ -3,7 +3,9 @@ generation keeps serving, and the next add runs at once and publishes the whole 
 
 from __future__ import annotations
 
+import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -11,11 +13,12 @@ import pytest
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.generations import GenerationStore
 from searchsvc.core.model import SearchRequest
-from searchsvc.operations import update
+from searchsvc.operations import changes, update
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.operations.search import search
 from tests.helpers.apps import settings_for
-from tests.helpers.paths import SHARED_ACL
+from tests.helpers.paths import SEEDS, SHARED_ACL
+from tests.helpers.records import made_up_papers, write_jsonl
 from tests.helpers.servers import SEARCHSVC, environment
 from tests.system.test_killed_rebuild import lock_is_free, slice_of_acl, wait_for
 
@@ -69,3 +72,30 @@ def test_a_killed_add_leaves_the_previous_generation_serving_and_the_next_add_su
     assert not any(index_dir.glob(".rebuild-papers-*"))  # the killed add's scratch copy is gone too
     assert store.published_name() == report.generation != published
     assert sorted(p.stem for p in (index_dir / "collections").iterdir()) == [report.generation]
+
+
+def test_killed_adds_never_leave_a_change_half_applied_or_journaled_but_unpublished(tmp_path: Path) -> None:
+    """20 `searchsvc add`s SIGKILLed at random moments (issue #30): after each, the added papers
+    are served exactly when the journal lists the change, and a rebuild serves the same papers."""
+    index_dir = tmp_path / "index"
+    backend = WhooshBackend(settings_for(index_dir, semantic_ranking=False))
+    rebuild(backend, [SEEDS])
+    env = environment(SEARCHSVC_INDEX_DIR=str(index_dir), SEARCHSVC_SEMANTIC_RANKING="false")
+    rng = random.Random(30)
+    outcomes = []
+    for attempt in range(20):
+        word = f"okapi{chr(ord('a') + attempt)}"
+        added = write_jsonl(tmp_path / f"{word}.jsonl", made_up_papers(word, 3))
+        with subprocess.Popen([str(SEARCHSVC), "add", str(added)], env=env, stdout=subprocess.DEVNULL) as victim:
+            time.sleep(rng.uniform(0.0, 2.5))  # starting the command takes about a second, the add a fraction
+            victim.kill()
+        serving = WhooshBackend(backend.settings)  # a fresh reader of what is published now
+        found = {hit.id for hit in search(serving, SearchRequest(q=word)).hits}
+        listed = [change for change in changes.kept(serving) if change.added and word in change.added[0].id]
+        assert found in (set(), {f"{word}-0{n}" for n in range(3)}), found  # all of the change or none
+        assert bool(found) == bool(listed), (attempt, found, listed)
+        outcomes.append(bool(found))
+    before = {hit.id for hit in search(WhooshBackend(backend.settings), SearchRequest(per_page=100)).hits}
+    rebuild(backend, [SEEDS])
+    assert {hit.id for hit in search(WhooshBackend(backend.settings), SearchRequest(per_page=100)).hits} == before
+    print(f"{sum(outcomes)} of {len(outcomes)} adds were published before their kill")  # shown with -s

@@ -89,6 +89,7 @@ def test_health_readiness_and_security_headers(client: FlaskClient, seed_backend
         "built_at": seed_backend.status()["built_at"],
         "changed_at": seed_backend.status()["built_at"],  # never changed through the write API
         "engine": "whoosh",
+        "changes": 0,  # none since the sources
     }
     for response in (ready, client.get("/api/search"), client.get("/api/missing")):
         assert response.headers["X-Content-Type-Options"] == "nosniff"

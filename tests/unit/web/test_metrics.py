@@ -170,6 +170,7 @@ def test_the_index_gauges_say_what_readyz_says(metered: FlaskClient) -> None:
     samples = scrape(metered)
     assert value(samples, "searchsvc_index_up") == 1
     assert value(samples, "searchsvc_papers") == ready["doc_count"]
+    assert value(samples, "searchsvc_changes") == ready["changes"]
     assert label_values(samples, "searchsvc_index_info", "generation") == {ready["generation"]}
     states = {state: value(samples, "searchsvc_semantic_ranking", state=state) for state in ("on", "pending", "off")}
     assert states == {state: float(state == ready["semantic_ranking"]) for state in states}

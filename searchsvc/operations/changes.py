@@ -1,0 +1,32 @@
+"""The changes made since the sources, as the journal keeps them (`ingest.journal`): listed,
+counted, and exported as a source file, so that they can be moved into the sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from searchsvc.backends import Backend
+from searchsvc.core.export import EXPORT_FORMATS
+from searchsvc.ingest.journal import Change, Journal
+from searchsvc.operations.published import published_changes
+
+
+def kept(backend: Backend) -> list[Change]:
+    """The changes every rebuild replays, oldest first: those published (a change whose process
+    died before publishing is no change, though its line may still be in the file)."""
+    journal = Journal(backend.settings.index_dir)
+    return list(journal.changes(published_changes(backend, journal)))
+
+
+def count(backend: Backend) -> int:
+    journal = Journal(backend.settings.index_dir)
+    return min(len(journal), published_changes(backend, journal))
+
+
+def export(backend: Backend, file: Path) -> tuple[int, int]:
+    """Write the papers the changes added to `file` as JSON lines (`ingest.jsonl`'s records);
+    return how many, and how many removals a file of records cannot say."""
+    changes = kept(backend)
+    added = [paper for change in changes for paper in change.added]
+    file.write_text("".join(EXPORT_FORMATS["jsonl"].write(added)), encoding="utf-8")
+    return len(added), sum(len(change.removed) for change in changes)
