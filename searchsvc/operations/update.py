@@ -10,6 +10,8 @@ published generation and the collection it was built from.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,7 +22,7 @@ from typing import Any
 
 from searchsvc.backends import Backend
 from searchsvc.core.catalogue import Change
-from searchsvc.core.errors import IndexUnavailable
+from searchsvc.core.errors import IndexUnavailable, SearchsvcError
 from searchsvc.core.paper import Paper, SourceLocation
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
 from searchsvc.ingest import journal
@@ -77,10 +79,12 @@ def add(
     warn: Callable[[str], None] = lambda message: None,
     origin: str | None = None,
     embed: bool = True,
+    max_records: int | None = None,
 ) -> ChangeReport:
     """Merge the sources' records into the published collection and publish the papers that changed.
     `origin` names where they came from in the manifest (default: the sources' paths). With `embed`
-    false, the new papers are left for the caller to embed (`semantic_ranking: pending`)."""
+    false, the new papers are left for the caller to embed (`semantic_ranking: pending`). More than
+    `max_records` records (None: no limit) is TooManyRecords, before anything is indexed."""
     report = ChangeReport()
 
     def note(message: str) -> None:
@@ -92,7 +96,7 @@ def add(
     def merge(store: MergeStore) -> int:
         files = discover(sources)
         with progress("reading", None) as advance:
-            records = read_records(files, note, Counter())
+            records = _bounded(read_records(files, note, Counter()), max_records)
             merged = merge_into(store, counted(_kept(records, read, origin), advance), note)
         report.records = merged - store.records_before
         return merged
@@ -214,12 +218,30 @@ def _classify(store: MergeStore, report: ChangeReport) -> Change:
     return Change(deleted, added)
 
 
+class TooManyRecords(SearchsvcError):
+    """A change asked with more records than one request may hold (`max_write_records`)."""
+
+    code = "too_many_records"
+
+
+def _bounded(records: Iterable[Paper], limit: int | None) -> Iterator[Paper]:
+    """`records`, refused past the `limit`-th: a change's cost grows with its papers."""
+    for number, record in enumerate(records, start=1):
+        if limit is not None and number > limit:
+            raise TooManyRecords(
+                f"the body holds more than {limit:,} records, the most one change may hold "
+                "(max_write_records): send them in several requests; nothing was changed",
+                {"limit": limit},
+            )
+        yield record
+
+
 def _kept(records: Iterable[Paper], kept: list[Paper], origin: str | None) -> Iterator[Paper]:
-    """`records`, each also added to `kept`; read from a body, named by `origin` (its file is temporary)."""
+    """`records`, each also kept for the journal; read from a body, named there by `origin`
+    (the body's file is temporary), while warnings go on naming the body."""
     for record in records:
-        if origin is not None:
-            record.sources = [SourceLocation(origin, source.line) for source in record.sources]
-        kept.append(record)
+        named = [SourceLocation(origin, source.line) for source in record.sources] if origin else record.sources
+        kept.append(dataclasses.replace(copy.deepcopy(record), sources=named))  # as read: merging changes it
         yield record
 
 

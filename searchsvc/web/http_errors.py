@@ -26,6 +26,7 @@ from searchsvc.core.errors import (
     SearchTimedOut,
     SourceFormatError,
 )
+from searchsvc.operations.update import TooManyRecords
 from searchsvc.web.write_auth import MissingToken, TokenInQuery, WriteApiOff, WrongToken
 from searchsvc.web.write_body import BodyTooLarge, UnsupportedBodyType
 
@@ -41,6 +42,7 @@ _STATUS: dict[type[SearchsvcError], int] = {
     AuthorNotFound: 404,
     RebuildInProgress: 409,
     BodyTooLarge: 413,
+    TooManyRecords: 413,
     UnsupportedBodyType: 415,
     IndexUnavailable: 503,
     SearchTimedOut: 503,

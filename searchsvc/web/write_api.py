@@ -42,7 +42,10 @@ def add_papers() -> Response:
     name = writer()
     with saved_body(service().settings) as body:
         origin = f"POST /api/papers by {name}"  # the manifest's provenance, not the temporary file's path
-        report = _change(name, lambda: update.add(service().backend, [body], origin=origin, embed=False), body)
+        limit = service().settings.max_write_records
+        report = _change(
+            name, lambda: update.add(service().backend, [body], origin=origin, embed=False, max_records=limit), body
+        )
     return _report_response(report)
 
 

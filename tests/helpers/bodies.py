@@ -53,12 +53,12 @@ def body(content_type: str, word: str, count: int) -> bytes:
     return FORMATS[content_type](titles(word, count)).encode("utf-8")
 
 
-def largest_body(content_type: str, word: str, limit: int) -> tuple[bytes, int]:
-    """The body of as many papers as fit in `limit` bytes, and how many that is."""
+def largest_body(content_type: str, word: str, limit: int, most_records: int) -> tuple[bytes, int]:
+    """The body of as many papers as fit in `limit` bytes and `most_records` records, and how many."""
     per_paper = len(body(content_type, word, 200)) / 200
-    count = int(limit / per_paper)
+    count = min(int(limit / per_paper), most_records)
     while len(made := body(content_type, word, count)) > limit:
         count -= max(1, (len(made) - limit) // int(per_paper) + 1)
-    while len(bigger := body(content_type, word, count + 1)) <= limit:
+    while count < most_records and len(bigger := body(content_type, word, count + 1)) <= limit:
         made, count = bigger, count + 1
     return made, count

@@ -22,7 +22,8 @@ from tests.helpers.servers import get, procfile_web, rebuild_index
 pytestmark = pytest.mark.reliability
 
 TOKEN = new_token()
-BODY_LIMIT = Settings().max_write_body_bytes  # the default: what users have
+BODY_LIMIT = Settings().max_write_body_bytes  # the defaults: what users have
+RECORDS_LIMIT = Settings().max_write_records
 EMBEDDED_WITHIN = 240  # polls of 0.5 s: a thousand titles take seconds, longer on a loaded machine
 
 
@@ -89,9 +90,18 @@ def test_a_body_of_many_papers_is_answered_in_every_format(server: str, content_
 
 @pytest.mark.parametrize("content_type", list(FORMATS))
 def test_the_largest_body_the_limit_allows_is_answered_in_every_format(server: str, content_type: str) -> None:
-    content, count = largest_body(content_type, f"largest{content_type.split('/')[1][:8]}", BODY_LIMIT)
-    assert len(content) <= BODY_LIMIT < len(content) + 300  # as large as it gets, within the limit
+    content, count = largest_body(content_type, f"largest{content_type.split('/')[1][:8]}", BODY_LIMIT, RECORDS_LIMIT)
+    # As large as it gets: one record more would pass the byte limit or the record limit.
+    assert len(content) <= BODY_LIMIT and (count == RECORDS_LIMIT or BODY_LIMIT < len(content) + 300)
     status, report = write(server, content, content_type)
     assert status == 200, report
     assert report["records"] == count and len(report["added"]) == count, report
     assert report["semantic_ranking"] == "pending", report
+
+
+def test_one_record_past_the_limit_is_a_413_and_changes_nothing(server: str) -> None:
+    before = get(f"{server}/readyz")[1]["generation"]
+    status, refused = write(server, body("text/csv", "toomany", RECORDS_LIMIT + 1), "text/csv")
+    assert status == 413 and refused["error"]["code"] == "too_many_records", refused
+    assert f"more than {RECORDS_LIMIT:,} records" in refused["error"]["message"]
+    assert get(f"{server}/readyz")[1]["generation"] == before

@@ -367,3 +367,14 @@ def test_the_body_file_is_private(client: FlaskClient, backend: WhooshBackend, m
     monkeypatch.setattr(update, "add", add)
     assert post(client, jsonl(NEW_PAPERS)).status_code == 200
     assert seen == {"file": 0o600, "folder": 0o700}
+
+
+def test_more_records_than_one_change_may_hold_is_a_413_and_changes_nothing(backend: WhooshBackend) -> None:
+    limited = app_for(
+        backend.settings.index_dir, write_token_hashes=[entry_for(WRITER, TOKEN)], max_write_records=3, **SETTINGS
+    ).test_client()
+    before = generation(limited)
+    refused = error(post(limited, jsonl(made_up_papers("numbat", 4))), 413)
+    assert refused["code"] == "too_many_records" and "more than 3 records" in refused["message"]
+    assert generation(limited) == before and total(limited, "numbat") == 0
+    assert post(limited, jsonl(made_up_papers("numbat", 3))).status_code == 200  # the limit itself is allowed
