@@ -36,7 +36,6 @@ from bench.bare_whoosh import BareSearcher
 from bench.build import OPENSEARCH, build_once, opensearch_env
 from bench.measure import VECTOR_STORE, latency_summary, machine, mib, report, table
 from bench.server import Server, procfile_web
-from bench.tantivy_ref import TantivySearcher
 from searchsvc.backends import Backend
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.backends.whoosh import WhooshBackend
@@ -196,6 +195,8 @@ def run(
                     loads.append({**http_load(server, sequence, count), "backend": "opensearch"})
         backend = WhooshBackend(load_settings({"index_dir": index_dir, "vector_store": str(VECTOR_STORE)}, environ={}))
         bare = BareSearcher(work / "whoosh-index")
+        from bench.tantivy_ref import TantivySearcher  # the bench extra's tantivy: only this run needs it
+
         reference = TantivySearcher(work / "tantivy-index")
         engines = {"searchsvc": _service(backend), "whoosh": bare.search, "tantivy": reference.search}
         if opensearch:

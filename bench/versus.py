@@ -96,8 +96,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    settings = {"SEARCHSVC_SEMANTIC_RANKING": args.semantic_ranking}
-    if args.vector_store:
-        settings["SEARCHSVC_VECTOR_STORE"] = str(args.vector_store)
+    # Always named: clean_env (measure.py) points both servers at this checkout's bench store otherwise.
+    store = args.vector_store or args.index_dir / "vectors"
+    settings = {"SEARCHSVC_SEMANTIC_RANKING": args.semantic_ranking, "SEARCHSVC_VECTOR_STORE": str(store.resolve())}
     result = run(args.baseline.resolve(), args.index_dir.resolve(), settings, args.requests, args.clients, args.workers)
     report(result, markdown(result), args.out)
