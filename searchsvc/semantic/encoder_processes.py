@@ -1,7 +1,8 @@
 """A rebuild's embedding on one single-threaded ONNX Runtime process per core.
 
-One process per core embedded 1.6× the papers/s of ONNX Runtime's intra-op threads on this
-machine (docs/performance.md): the threads wait on each other at every operator. Processes
+One process per core embedded more papers/s than ONNX Runtime's intra-op threads on this
+machine with the default int8 encoder (docs/performance.md, "Embedding"): the threads wait on
+each other at every operator. Processes
 are spawned, not forked, and each creates its own session: a forked copy of a process
 holding a session or the tokenizer's thread pool could deadlock. A process that dies (the
 kernel's OOM killer) or fails ends the rebuild's embedding with an error naming it; a
