@@ -143,6 +143,8 @@ def _feed(where: str, parser: DefusedXMLParser, block: bytes | None) -> None:
         ) from None
     except FieldProblem as exc:
         raise SourceFormatError(where, parser.parser.CurrentLineNumber, str(exc)) from None
+    except LookupError as exc:  # expat asks the codecs for the declaration's encoding: an unknown name
+        raise SourceFormatError(where, line or 1, f"the XML declares an encoding Python does not know: {exc}") from None
 
 
 def _paper(where: str, entry: _Entry, warn: Callable[[str], None]) -> Paper:

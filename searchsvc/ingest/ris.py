@@ -30,7 +30,8 @@ def read_ris(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     tag = ""
     found = 0
     for number, text in numbered_lines(path):
-        match = _TAG.match(text)
+        # Some exporters indent a tag line (" T1  - Title"): still a tag, not the previous value's end.
+        match = _TAG.match(text) or _TAG.match(text.lstrip())
         if match is None:
             if text.strip() and record is not None and tag:
                 record[tag][-1] += " " + text.strip()  # a value wrapped onto the next line
@@ -45,7 +46,7 @@ def read_ris(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
                 raise SourceFormatError(
                     where, number, f"record opened at line {start} has no 'ER  -' line before this one"
                 )
-            record, start = {}, number
+            record, start = {"TY": [value]}, number  # a line wrapped after it continues the type
         elif record is None:
             raise SourceFormatError(where, number, f"tag {tag} outside a record: expected 'TY  - ' first")
         elif tag == "ER":

@@ -40,3 +40,15 @@ def test_malformed_records_name_their_line(write, content: str, line: int, probl
     path = write("bad.ris", content)
     with pytest.raises(SourceFormatError, match=rf"^{path}:{line}: {problem}"):
         list(read_ris(path, lambda m: None))
+
+
+def test_an_indented_tag_line_after_the_type_is_a_tag(write) -> None:
+    """Some exporters indent tag lines; right after `TY  - ` this raised KeyError (issue #36)."""
+    path = write("indented.ris", "TY  - JOUR\n T1  - Leading space title\n AU  - Quokka, Quinn\nER  - \n")
+    [paper] = read_ris(path, lambda message: None)
+    assert (paper.title, paper.authors) == ("Leading space title", ["Quinn Quokka"])
+
+
+def test_a_line_wrapped_after_the_type_continues_it(write) -> None:
+    [paper] = read_ris(write("wrapped.ris", "TY  - JOUR\n  continued\nTI  - A title\nER  - \n"), lambda message: None)
+    assert paper.title == "A title"
