@@ -36,7 +36,7 @@ class FeedHead:
     search_pairs: Sequence[tuple[str, str]]  # the search, as canonical query parameters: the feed's identity
     self_link: str  # this feed
     page_link: str  # the same search on the search page
-    updated: str  # RFC 3339: when the index generation it lists was built
+    updated: str  # RFC 3339: when the papers it lists from last changed (web/health.changed_at)
 
 
 def feed_id(search_pairs: Sequence[tuple[str, str]]) -> str:

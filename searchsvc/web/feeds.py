@@ -1,8 +1,9 @@
 """`GET /feed.atom`: any search's newest papers as an Atom feed, for feed readers to follow.
 
-A reader polls the same URL for months, so the answer carries the generation's ETag and
-Last-Modified: while no rebuild has published a new generation, a poll with `If-None-Match`
-or `If-Modified-Since` is a 304 decided before any search runs.
+A reader polls the same URL for months, so the answer carries the generation's ETag and, as
+Last-Modified and `<updated>`, when its papers last changed (a write's `changed_at`, else the
+build's time): while nothing new is published, a poll with `If-None-Match` or
+`If-Modified-Since` is a 304 decided before any search runs, and after an add it is not.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from flask import Blueprint, Response, request, url_for
 from searchsvc.core.model import SearchRequest
 from searchsvc.operations.search import export
 from searchsvc.web.atom import MEDIA_TYPE, FeedHead, atom_feed
+from searchsvc.web.health import changed_at
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.page_links import search_pairs, with_query
 from searchsvc.web.schemas import FEED_ENTRIES, FeedRequestSchema, load_params
@@ -37,10 +39,10 @@ def feed() -> Response:
     wanted: SearchRequest = load_params(FeedRequestSchema(service().settings), request.args)
     pairs = search_pairs(wanted)
     status = service().backend.status()
-    built = datetime.fromisoformat(status["built_at"])
+    changed = datetime.fromisoformat(changed_at(status))
     answer = Response(mimetype=MEDIA_TYPE)
     answer.set_etag(_etag(status["generation"], pairs))
-    answer.last_modified = built
+    answer.last_modified = changed
     answer.cache_control.no_cache = True  # keep it, and ask each time: the answer is then a 304
     if answer.make_conditional(request).status_code == 304:
         return answer
@@ -49,7 +51,7 @@ def feed() -> Response:
         search_pairs=pairs,
         self_link=with_query(url_for("feeds.feed"), pairs),
         page_link=with_query(url_for("ui.search"), [*pairs, ("sort", "newest")]),
-        updated=built.isoformat(),
+        updated=changed.isoformat(),
     )
     papers = export(service().backend, wanted, FEED_ENTRIES)
     answer.set_data(atom_feed(head, papers, lambda paper_id: url_for("ui.paper", paper_id=paper_id)))

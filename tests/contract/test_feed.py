@@ -4,16 +4,24 @@ would, on both engines; conditional requests answered 304 until a rebuild."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import feedparser
 import pytest
 from flask.testing import FlaskClient
 
+from searchsvc import create_app
+from searchsvc.backends import open_backend
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.settings import load_settings
+from searchsvc.settings.write_tokens import entry_for, new_token
 from searchsvc.web.schemas import FEED_ENTRIES
 from tests.helpers.apps import error_of
-from tests.helpers.backends import Build
+from tests.helpers.backends import BackendFactory, Build
+from tests.helpers.records import jsonl, made_up_papers, write_jsonl
 
 ORIGIN = "http://searchsvc.example"  # where the reader fetched the feed from: relative links resolve against it
 MARKUP_TITLE = "Tables & <script>alert(1)</script> in \x0bscholarly titles"
@@ -114,3 +122,25 @@ def test_bad_parameters_are_a_json_400(client: FlaskClient, query: str, field: s
         assert field in error["details"]
     else:
         assert "column" in error["message"]
+
+
+def test_a_poll_after_an_add_gets_the_new_paper_and_its_date(factory: BackendFactory, tmp_path: Path) -> None:
+    """Last-Modified and `<updated>` follow the papers' changes, not only rebuilds (issue #36): a
+    reader polling with If-Modified-Since sees what the write API added."""
+    token = new_token()
+    overrides = factory.overrides(semantic_ranking=False, write_token_hashes=[entry_for("curator", token)])
+    rebuild(
+        open_backend(load_settings(overrides, environ={})),
+        [write_jsonl(tmp_path / "a.jsonl", made_up_papers("wombat", 2))],
+    )
+    client = create_app(overrides).test_client()
+    first = client.get("/feed.atom?q=lattice")
+    time.sleep(1.05 - time.time() % 1)  # HTTP dates count whole seconds: the add lands in a later one
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"}
+    assert client.post("/api/papers", data=jsonl(made_up_papers("numbat", 1)), headers=headers).status_code == 200
+    poll = client.get("/feed.atom?q=lattice", headers={"If-Modified-Since": first.headers["Last-Modified"]})
+    assert poll.status_code == 200 and poll.headers["Last-Modified"] != first.headers["Last-Modified"]
+    feed = read(client, "q=lattice")
+    assert "urn:searchsvc:paper:numbat-00" in [entry.id for entry in feed.entries]
+    changed = client.get("/readyz").get_json()["changed_at"]
+    assert datetime.fromisoformat(feed.feed.updated) == datetime.fromisoformat(changed)
