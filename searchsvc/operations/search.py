@@ -78,7 +78,11 @@ def _ranked(
     if tree is None or request.sort != "relevance":
         return [(ref, None) for ref in answer.page()]
     total = answer.total()
-    sizes = [total] if required_words(tree) is None else [answer.all_words(), total - answer.all_words()]
+    if required_words(tree) is None:
+        sizes = [total]
+    else:
+        all_words = answer.all_words()
+        sizes = [all_words, total - all_words]
     ranked = rank_page(sizes, request.start, request.end, answer, _query_vector(answer, tree, settings), deadline)
     return [(ref, round(score, 4)) for ref, score in ranked]
 
