@@ -1,9 +1,13 @@
 """Paper vectors kept by content, so a rebuild embeds only papers whose text is new.
 
-One file per encoder, `<store dir>/<model id>.npz` (`selection.model_id`: int8 vectors are not
+One store per encoder, `<store dir>/<model id>.npz` (`selection.model_id`: int8 vectors are not
 fp32 ones), holding `keys` (a 16-byte digest of each embedded text) and `vectors` (float16
-rows, unit length). It is replaced whole and atomically: a reader sees the old file or the
-new one, never a mix.
+rows, unit length), and beside it the parts appended since, `<model id>.part-<n>.npz`, of the
+same shape. New vectors go into a new part (`append`), so an add at 300,000 papers writes its
+own vectors, not 230 MB again, and a removal writes nothing: a vector no paper uses any more is
+only dropped when the store is compacted (`save`: the base replaced whole and atomically, then
+the parts deleted), which `embedding.embed_new` does once unused rows or parts pile up. Every
+file is written under a temporary name and renamed into place: a reader sees whole files only.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from searchsvc.host import remove_abandoned
+from searchsvc.host import fsync_dir, remove_abandoned
 from searchsvc.semantic.encoder import DIMENSIONS
 
 KEY_BYTES = 16
 _TEMP_PREFIX = ".vectors-"  # then the writing process's id: a save's file before it replaces the store
+_PART = ".part-"  # then the part's number, after the base file's stem
 log = logging.getLogger(__name__)
 
 
@@ -64,9 +69,31 @@ _UNREADABLE = (
 )
 
 
+def part_files(path: Path) -> list[Path]:
+    """The parts appended to the store at `path`, oldest first."""
+    return sorted(path.parent.glob(f"{path.stem}{_PART}*.npz"), key=_part_number)
+
+
+def _part_number(path: Path) -> int:
+    number = path.name.removesuffix(".npz").rpartition(_PART)[2]
+    return int(number) if number.isdigit() else -1
+
+
 def load(path: Path) -> StoredVectors:
-    """The stored vectors; none if the file does not exist yet, or cannot be read as a store
-    (then searches rank lexically, and the next rebuild embeds every paper and replaces it)."""
+    """The whole store, its base and every part; see `load_file` for what cannot be read."""
+    for _attempt in range(3):  # a part deleted while read: compacted meanwhile, into a base read too early
+        files = [path, *part_files(path)]
+        stored = [load_file(file) for file in files]
+        if all(part.exists() for part in files[1:]):
+            break
+    if len(stored) == 1:
+        return stored[0]
+    return StoredVectors(np.concatenate([s.keys for s in stored]), np.concatenate([s.vectors for s in stored]))
+
+
+def load_file(path: Path) -> StoredVectors:
+    """One file's vectors; none if it does not exist (yet, or no longer: compacted away), or cannot
+    be read as a store (then searches rank lexically, and the next embedding writes them again)."""
     try:
         keys, vectors = _read_arrays(path)
     except FileNotFoundError:
@@ -123,6 +150,20 @@ def writing(path: Path) -> Iterator[None]:
 
 
 def save(path: Path, stored: StoredVectors) -> None:
+    """Replace the whole store by `stored`: its base, then its parts deleted (compaction)."""
+    _write(path, stored)
+    for part in part_files(path):
+        part.unlink(missing_ok=True)
+
+
+def append(path: Path, stored: StoredVectors) -> None:
+    """Add `stored` to the store as a new part (the caller holds `writing`)."""
+    if len(stored.keys):
+        parts = part_files(path)
+        _write(path.with_name(f"{path.stem}{_PART}{_part_number(parts[-1]) + 1 if parts else 1:06d}.npz"), stored)
+
+
+def _write(path: Path, stored: StoredVectors) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned(path.parent, _TEMP_PREFIX)  # left by a process killed while saving
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{os.getpid()}-", suffix=".npz")
@@ -136,13 +177,100 @@ def save(path: Path, stored: StoredVectors) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 def lookup(stored: StoredVectors, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each of `keys`: its row in `stored`, and whether it is there at all (else the row is 0)."""
-    if len(stored.keys) == 0:
+    return _rows_of(stored.keys, keys)
+
+
+def holds(held: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each of `keys`, whether it is among the keys `held`."""
+    return _rows_of(held, keys)[1]
+
+
+def _rows_of(held: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if len(held) == 0:
         return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-    order = np.argsort(stored.keys)
-    at = np.searchsorted(stored.keys[order], keys).clip(max=len(order) - 1)
-    found = stored.keys[order[at]] == keys
+    order = np.argsort(held)
+    at = np.searchsorted(held[order], keys).clip(max=len(order) - 1)
+    found = held[order[at]] == keys
     return np.where(found, order[at], 0), found
+
+
+# Reading side: what a serving process needs after a change is the new papers' vectors, which
+# are in the newest parts; the base (230 MB at 300,000 papers) is read only for keys found in
+# it, and its keys, sorted, are kept per process until it is replaced.
+
+Stamp = tuple[int, ...]
+
+
+def stamp(path: Path) -> Stamp | None:
+    """Changes whenever a file of the store at `path` is added, replaced or deleted (two stats)."""
+    try:
+        folder, base = os.stat(path.parent), os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (folder.st_mtime_ns, base.st_ino, base.st_mtime_ns, base.st_size)
+
+
+def find(path: Path, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors of `keys` in the store at `path` (zero rows where missing), and which were found:
+    newest parts first, then the base, each read only while some key is still missing."""
+    vectors = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
+    found = np.zeros(len(keys), dtype=bool)
+    for part in reversed(part_files(path)):
+        if found.all():
+            return vectors, found
+        _fill(load_file(part), keys, vectors, found)
+    if not found.all() and _base_holds_any(path, keys[~found]):
+        _fill(load_file(path), keys, vectors, found)
+    return vectors, found
+
+
+def _fill(stored: StoredVectors, keys: np.ndarray, vectors: np.ndarray, found: np.ndarray) -> None:
+    wanted = np.flatnonzero(~found)
+    rows, there = lookup(stored, keys[wanted])
+    vectors[wanted[there]] = stored.vectors[rows[there]]
+    found[wanted[there]] = True
+
+
+def parts_keys(path: Path) -> np.ndarray:
+    """The keys of every part of the store at `path`."""
+    return np.concatenate([_no_keys(), *(load_file(part).keys for part in part_files(path))])
+
+
+_BASE_KEYS: dict[Path, tuple[Stamp, np.ndarray]] = {}  # store → (its base's stamp, its keys sorted)
+
+
+def base_keys(path: Path) -> np.ndarray | None:
+    """The base's keys, sorted, read alone (an .npz member is read by itself: a writer learns what
+    to embed without reading 230 MB of vectors) and kept until it changes; None when there is no
+    base or it cannot be read (`load_file` then says why)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    key = (info.st_ino, info.st_mtime_ns, info.st_size)
+    kept = _BASE_KEYS.get(path)
+    if kept is None or kept[0] != key:
+        try:
+            with path.open("rb") as stream, np.load(stream, allow_pickle=False) as data:
+                keys = data["keys"]
+        except _UNREADABLE:
+            return None
+        if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
+            return None
+        kept = _BASE_KEYS[path] = (key, np.sort(keys))
+    return kept[1]
+
+
+def _base_holds_any(path: Path, keys: np.ndarray) -> bool:
+    """Whether the base may hold some of `keys` (a base that cannot be read is left to `load_file`)."""
+    base = base_keys(path)
+    return path.exists() if base is None else bool(holds(base, keys).any())
+
+
+def _no_keys() -> np.ndarray:
+    return np.empty(0, dtype=f"S{KEY_BYTES}")

@@ -81,10 +81,10 @@ def _quick(factory: BackendFactory) -> dict[str, Any]:
     return {"opensearch_merge_wait_s": 0} if factory.kind == "opensearch" else {}
 
 
-def _results(app: Flask) -> list[dict[str, Any]]:
+def _results(app: Flask, queries: list[dict[str, Any]] = QUERIES) -> list[dict[str, Any]]:
     client = app.test_client()
     found = []
-    for params in QUERIES:
+    for params in queries:
         response = client.get("/api/search", query_string={**params, "per_page": "20"})
         assert response.status_code == 200, (params, response.get_data(as_text=True))
         body = response.get_json()
@@ -154,3 +154,51 @@ def test_removals_search_like_a_rebuild_without_those_papers(
     status = open_backend(load_settings(updated, environ={})).status()
     assert status["doc_count"] == BASE - len(gone) + PER_ADD
     assert (status["records"], status["merged"]) == (BASE - len(gone) + PER_ADD, 0)  # less the removed ones
+
+
+RENAMED = {"authors": ["AUTHOR C", "Zed Zebra"], "year": 1950}  # a case variant, a new author, a year of its own
+QUERIES_AFTER_RENAMING = [
+    {"q": "", "author": "author c"},
+    {"q": "", "author": "Zed Zebra"},
+    {"q": "", "year_from": "1950", "year_to": "2009"},
+    {"q": "graph", "year_to": "1950"},
+]
+
+
+def test_a_server_that_stays_up_answers_like_a_fresh_one_after_every_change(
+    factory: BackendFactory, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A worker that served the previous generation opens the next from what it already holds
+    (backends/whoosh/segment_arrays.py, facets.ValueTable); its answers must be a fresh process's,
+    also for values whose papers are all gone and for values that differ only in case."""
+    rng = random.Random(30)
+    folder = tmp_path_factory.mktemp("reopen-sources")
+    settings = factory.overrides(semantic_ranking=False)
+    records = [_record(rng, n) for n in range(BASE)]
+    rebuild(
+        open_backend(load_settings({**settings, **_quick(factory)}, environ={})),
+        [write_jsonl(folder / "base.jsonl", records)],
+    )
+    staying_up = create_app({**settings, **_quick(factory)})
+    backend = open_backend(load_settings({**settings, **_quick(factory)}, environ={}))
+    odd = {**_record(rng, 9000), **RENAMED}
+    changes = [
+        lambda: update.add(backend, [write_jsonl(folder / "odd.jsonl", [odd])]),
+        lambda: update.add(backend, [write_jsonl(folder / "more.jsonl", [_record(rng, 9001 + n) for n in range(5)])]),
+        lambda: update.remove(backend, [odd["id"], "p0003", "p0004"]),
+        lambda: update.add(backend, [write_jsonl(folder / "back.jsonl", [{**odd, "id": "p9100", "year": 2011}])]),
+    ]
+    queries = QUERIES + QUERIES_AFTER_RENAMING
+    for change in changes:
+        assert change().changed_at is not None
+        assert _results(staying_up, queries) == _results(create_app({**settings, **_quick(factory)}), queries)
+
+    # A value whose papers are all gone (the year 1950) is absent, as from a rebuild of the same papers.
+    rebuilt = factory.overrides(semantic_ranking=False)
+    final = [r for r in records if r["id"] not in ("p0003", "p0004")]
+    sources = [write_jsonl(folder / "final.jsonl", final), folder / "more.jsonl", folder / "back.jsonl"]
+    rebuild(open_backend(load_settings(rebuilt, environ={})), sources)
+    after = QUERIES_AFTER_RENAMING
+    assert [r["facets"] for r in _results(staying_up, after)] == [
+        r["facets"] for r in _results(create_app(rebuilt), after)
+    ]

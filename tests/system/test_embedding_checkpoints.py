@@ -1,5 +1,6 @@
 """A real rebuild SIGKILLed while it embeds keeps what it embedded: the vector store is
-checkpointed as it goes, never seen half-written, and never taken for a finished one."""
+checkpointed as it goes (a part appended each time), never seen half-written, and never taken
+for a finished one."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from searchsvc.backends.whoosh.generation_vectors import KEYS_FILE, GenerationVectors
 from searchsvc.semantic.selection import model_id
-from searchsvc.semantic.store import load, lookup, store_file
+from searchsvc.semantic.store import load, lookup, part_files, store_file
 from searchsvc.settings import load_settings
 from tests.helpers.paths import REPO, SHARED_ACL
 from tests.helpers.servers import SEARCHSVC, environment
@@ -26,6 +27,7 @@ pytestmark = [
 ]
 
 PAPERS = 64  # about half a minute to embed on two cores
+WHOLE = [("all", 0, PAPERS)]  # the generation's papers, as one segment would hold them
 # The real command with a checkpoint after every 8 papers, instead of every 30 s, so the test
 # reaches one in seconds; the checkpointing itself is the code under test.
 _FREQUENT_CHECKPOINTS = """
@@ -38,11 +40,14 @@ main(sys.argv[1:], prog_name="searchsvc")
 
 
 def read_strictly(path: Path) -> int:
-    """Rows of the store at `path`; fails on a file that is not a whole store (a half-written one)."""
-    with path.open("rb") as stream, np.load(stream) as data:
-        keys, vectors = data["keys"], data["vectors"]
-    assert len(keys) == len(vectors)
-    return len(keys)
+    """Rows of the store at `path`, its base and parts; fails on a file that is not whole (half-written)."""
+    rows = 0
+    for file in [path, *part_files(path)] if path.exists() else part_files(path):
+        with file.open("rb") as stream, np.load(stream) as data:
+            keys, vectors = data["keys"], data["vectors"]
+        assert len(keys) == len(vectors)
+        rows += len(keys)
+    return rows
 
 
 def kill_after_a_checkpoint(index_dir: Path, source: Path) -> int:
@@ -54,7 +59,7 @@ def kill_after_a_checkpoint(index_dir: Path, source: Path) -> int:
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as victim:
         try:
             deadline = time.monotonic() + 300
-            while not (store.exists() and read_strictly(store) > 0):
+            while not read_strictly(store):
                 assert victim.poll() is None, f"the rebuild ended before a checkpoint: {victim.stderr.read()!r}"
                 assert time.monotonic() < deadline, "no checkpoint was written"
                 time.sleep(0.01)
@@ -82,7 +87,7 @@ def test_a_rebuild_killed_while_embedding_keeps_its_progress(tmp_path: Path) -> 
     keys = np.load(generation / KEYS_FILE)
     kept = int(lookup(load(store), keys)[1].sum())
     assert 0 < kept < len(keys) == PAPERS
-    assert GenerationVectors(generation, store, PAPERS).get() is None, "a partial store was served as complete"
+    assert GenerationVectors(generation, store, WHOLE).get() is None, "a partial store was served as complete"
 
     again = subprocess.run(
         [str(SEARCHSVC), "rebuild", str(source), "--index-dir", str(index_dir)],
@@ -94,6 +99,7 @@ def test_a_rebuild_killed_while_embedding_keeps_its_progress(tmp_path: Path) -> 
     assert again.returncode == 0, again.stderr
     embedded = int(re.search(r"(\d+) embedded", again.stdout)[1])
     assert embedded == PAPERS - kept
-    vectors = GenerationVectors(published(index_dir), store, PAPERS).get()
+    vectors = GenerationVectors(published(index_dir), store, WHOLE).get()
     assert vectors is not None and len(vectors) == PAPERS
     assert read_strictly(store) == PAPERS  # the final store holds this collection's papers and nothing else
+    assert store.exists() and not part_files(store)  # compacted into its base

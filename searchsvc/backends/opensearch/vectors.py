@@ -29,7 +29,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
-from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, load, lookup, paper_text
+from searchsvc.semantic.store import KEY_BYTES, content_key, find, paper_text
 
 MISSING: Dsl = {"bool": {"must_not": [{"term": {EMBEDDED: True}}]}}  # papers without a vector yet
 _SCROLL = "5m"
@@ -58,15 +58,15 @@ def paper_key(paper: Paper) -> bytes:
 
 
 def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
-    """Each paper's document, with its content key, and its vector when the store has one."""
-    stored = load(store)
+    """Each paper's document, with its content key, and its vector when the store has one (read
+    from the store's files that hold them: an add's new papers do not read the whole store)."""
     listed = list(papers)
     keys = np.array([paper_key(paper) for paper in listed], dtype=f"S{KEY_BYTES}")
-    rows, found = lookup(stored, keys)
-    for paper, key, row, known in zip(listed, keys, rows, found, strict=True):
+    vectors, found = find(store, keys)
+    for paper, key, vector, known in zip(listed, keys, vectors, found, strict=True):
         document = {**paper.stored(), CONTENT_KEY: key.hex()}
         if known:
-            document.update(vector_fields(stored.vectors[row]))
+            document.update(vector_fields(vector))
         yield document
 
 
@@ -97,7 +97,7 @@ def embed_index(
 
     embedded = embed_new(store, keys, text, encoder, progress)
     if lacking:
-        _write(client, _updates(index, load(store), lacking.values()))
+        _write(client, _updates(index, store, lacking.values()))
         # An update rewrites its document, and the old copy counts in word statistics until its
         # segment merges: scores would drift from a fresh load's (and from Whoosh's) until then.
         generations.settle(index, settle_seconds)
@@ -112,13 +112,13 @@ def _catalogue(client: OpenSearch, index: str) -> list[tuple[str, str]]:
     return [(paper_id, source[CONTENT_KEY]) for source, paper_id in found]
 
 
-def _updates(index: str, stored: StoredVectors, hits: Iterable[dict[str, Any]]) -> Iterator[Dsl]:
+def _updates(index: str, store: Path, hits: Iterable[dict[str, Any]]) -> Iterator[Dsl]:
     """Partial updates giving each scanned paper its stored vector, each conditional on the paper
     being still the version scanned (an update published meanwhile changes its sequence number)."""
     listed = list(hits)
     keys = np.array([bytes.fromhex(hit["_source"][CONTENT_KEY]) for hit in listed], dtype=f"S{KEY_BYTES}")
-    rows, found = lookup(stored, keys)
-    for hit, row, known in zip(listed, rows, found, strict=True):
+    vectors, found = find(store, keys)
+    for hit, vector, known in zip(listed, vectors, found, strict=True):
         if known:
             yield {
                 "_op_type": "update",
@@ -126,7 +126,7 @@ def _updates(index: str, stored: StoredVectors, hits: Iterable[dict[str, Any]]) 
                 "_id": hit["_id"],
                 "if_seq_no": hit["_seq_no"],
                 "if_primary_term": hit["_primary_term"],
-                "doc": vector_fields(stored.vectors[row]),
+                "doc": vector_fields(vector),
             }
 
 

@@ -16,6 +16,7 @@ from whoosh import query
 from searchsvc.backends.analysis import SEARCH_FIELDS
 from searchsvc.backends.bm25f import FIELD_WEIGHTS
 from searchsvc.backends.ports import Purpose
+from searchsvc.backends.whoosh import segment_arrays
 from searchsvc.backends.whoosh.answer import WhooshAnswer, match
 from searchsvc.backends.whoosh.deadline_collectors import top_scored
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
@@ -102,6 +103,7 @@ class WhooshBackend:
 
         def write(generation: Path) -> None:
             write_index(generation, collection, self.settings.build_memory_mb, progress)
+            segment_arrays.write_missing(generation)
             self._check(generation, len(collection))
             write_content_keys(generation)
             write_vocabulary(generation)
@@ -125,6 +127,7 @@ class WhooshBackend:
         def write(generation: Path) -> None:
             linked.update(link_previous(previous, generation))
             write_update(previous, generation, change, self.settings.build_memory_mb)
+            segment_arrays.write_missing(generation)
             progress(len(change.added))
             self._check(generation, len(collection))
 

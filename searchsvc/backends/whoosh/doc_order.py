@@ -3,20 +3,21 @@
 A rebuild numbers documents newest first, but an update (`updates.py`) appends its
 papers as a new segment and marks the papers it replaces as deleted, so document numbers
 no longer follow the catalogue. Ties between equal scores, the `newest` and `oldest` sorts
-all go by these arrays instead, computed once per generation from the id and year columns:
+all go by these arrays instead, computed once per generation from the segments' ids and years:
 the same order either way (`core.paper.catalogue_key`), so an updated generation ranks
 exactly as a rebuild of the same papers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.schema import FACET_COLUMNS
+from searchsvc.backends.whoosh.segment_arrays import SegmentArrays
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -34,15 +35,16 @@ class DocOrder:
         return np.flatnonzero(~self.live).tolist()
 
     @classmethod
-    def of(cls, reader: IndexReader) -> DocOrder:
+    def of(cls, reader: IndexReader, segments: Sequence[SegmentArrays]) -> DocOrder:
+        """From the ids and years of `segments` (`reader`'s, in its order) and `reader`'s deletions."""
         count = reader.doc_count_all()
         live = np.ones(count, dtype=bool)
         for leaf, offset in _leaves(reader):
             if leaf.has_deletions():  # from the segment: the searcher's readers hide them (live_statistics)
                 live[np.fromiter(leaf.segment().deleted_docs(), dtype=np.int64) + offset] = False
         # Ids are ASCII (core.paper.id_problem), so their bytes sort as the strings do.
-        ids = np.array([_bytes(value) for value in reader.column_reader("id")], dtype=bytes)
-        years = np.fromiter((_year(raw) for raw in reader.column_reader(FACET_COLUMNS["year"])), np.int64, count)
+        ids = np.concatenate([segment.ids for segment in segments]) if segments else np.empty(0, dtype="S1")
+        years = np.concatenate([segment.years() for segment in segments]) if segments else np.empty(0, np.int64)
         undated = years == 0
         docs = np.flatnonzero(live)
         # core.paper.catalogue_key in numpy (lexsort's last key sorts first): undated last, then by year, then id.
@@ -57,12 +59,3 @@ class DocOrder:
 
 def _leaves(reader: IndexReader) -> list[tuple[IndexReader, int]]:
     return [(reader, 0)] if reader.is_atomic() else list(reader.leaf_readers())
-
-
-def _bytes(value: bytes | str) -> bytes:
-    return value if isinstance(value, bytes) else value.encode("utf-8")
-
-
-def _year(raw: bytes) -> int:
-    """The year of a facet_year column value (`[2014]`, or `[]`: 0 for undated)."""
-    return int(raw[1:-1]) if len(raw) > 2 else 0

@@ -2,12 +2,11 @@
 
 The rebuild publishes a generation first and embeds its new papers afterwards, so searches
 on a fresh generation rank lexically for as long as the embedding takes, then by meaning
-as well: each search checks (one stat) whether the vector store has changed.
+as well: each search checks (two stats) whether the vector store has changed.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from functools import partial
 from pathlib import Path
@@ -19,10 +18,12 @@ from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
+from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
-from searchsvc.semantic.store import KEY_BYTES, content_key, load, lookup, paper_text
+from searchsvc.semantic.store import KEY_BYTES, Stamp, content_key, find, paper_text, stamp
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
+Placement = list[tuple[str, int, int]]  # (segment id, first document number, documents) of each segment
 
 
 def write_content_keys(generation: Path) -> None:
@@ -76,39 +77,69 @@ def _damaged_keys(path: Path, detail: str) -> IndexUnavailable:
 
 
 class GenerationVectors:
-    """The vectors of one generation's papers, by document number, once every one is stored."""
+    """The vectors of one generation's papers, by document number, once every one is stored.
 
-    def __init__(self, generation: Path, store: Path, doc_count: int) -> None:
+    Rows are filled as the store gains them (a rebuild or a write embeds after publishing) and
+    never read again once filled: from the previous generation's rows for the segments the two
+    share, then from the store's newest parts (`store.find`), so a worker re-opening after an add
+    at 300,000 papers reads the add's vectors, not the whole store."""
+
+    def __init__(
+        self, generation: Path, store: Path, placement: Placement, previous: GenerationVectors | None = None
+    ) -> None:
+        """`placement`: (segment id, first document, documents) of each segment."""
+        doc_count = sum(count for _, _, count in placement)
         self._keys: np.ndarray = read_content_keys(generation, doc_count)
         self._store = store
+        self._placement = placement
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int, int] | None = None
-        self._vectors: np.ndarray | None = None
-        self._embedded = 0
+        self._stamp: Stamp | None = None
+        self._rows: np.ndarray | None = None  # (documents, DIMENSIONS), allocated once some vector is known
+        self._found = np.zeros(doc_count, dtype=bool)
+        self._base: Stamp | None = None  # the store's base file the found rows were read with
+        if previous is not None and previous._rows is not None:  # copied now: no chain of generations kept
+            self._rows = np.zeros((doc_count, DIMENSIONS), dtype=np.float16)
+            self._take_shared(previous, self._rows)
+            self._base = previous._base
 
     def get(self) -> np.ndarray | None:
         """Vectors by document number, or None while some paper has none yet."""
         self._refresh()
-        return self._vectors
+        return self._rows if self._found.all() and self._rows is not None else None
 
     def embedded(self) -> int:
         """How many of the generation's papers the store has a vector for (all of them once `get` gives vectors)."""
         self._refresh()
-        return self._embedded
+        return int(self._found.sum())
 
     def _refresh(self) -> None:
-        """Read the store again if it changed since (a rebuild checkpoints it while it embeds)."""
-        try:
-            info = os.stat(self._store)
-        except FileNotFoundError:
-            self._stamp, self._vectors, self._embedded = None, None, 0
+        """Fill the rows still missing if the store changed since (a rebuild appends as it embeds);
+        all of them again if its base was replaced or deleted (a compaction, an operator)."""
+        now = stamp(self._store)
+        if now == self._stamp:
             return
-        stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
-        if stamp != self._stamp:
-            with self._lock:
-                if stamp != self._stamp:
-                    stored = load(self._store)
-                    rows, found = lookup(stored, self._keys)
-                    self._vectors = stored.vectors[rows] if found.all() else None
-                    self._embedded = int(found.sum())
-                    self._stamp = stamp
+        with self._lock:
+            if now == self._stamp:
+                return
+            base = now[1:] if now else None
+            if base != self._base:
+                self._found[:] = False
+                self._base = base
+            rows = self._rows if self._rows is not None else np.zeros((len(self._keys), DIMENSIONS), np.float16)
+            missing = np.flatnonzero(~self._found)
+            if len(missing) and now is not None:
+                vectors, found = find(self._store, self._keys[missing])
+                rows[missing[found]] = vectors[found]
+                self._found[missing[found]] = True
+            self._rows, self._stamp = rows, now
+
+    def _take_shared(self, previous: GenerationVectors, rows: np.ndarray) -> None:
+        """Copy the rows of the segments `previous` holds too, where it has them."""
+        assert previous._rows is not None
+        before = {segment: (start, count) for segment, start, count in previous._placement}
+        for segment, start, count in self._placement:
+            if segment in before:
+                old = before[segment][0]
+                known = previous._found[old : old + count]
+                rows[start : start + count][known] = previous._rows[old : old + count][known]
+                self._found[start : start + count] |= known

@@ -14,7 +14,6 @@ from searchsvc.backends.analysis import suggestible
 from searchsvc.backends.whoosh.completion import Completions
 from searchsvc.backends.whoosh.facets import FacetIndex
 from searchsvc.core.suggestions import Suggestion, Typed, combine
-from searchsvc.core.text import word_tails
 from searchsvc.core.vocabulary import Vocabulary
 
 
@@ -33,5 +32,5 @@ def generation_completions(vocabulary: Vocabulary, facets: FacetIndex) -> Genera
     words = ((word, papers) for word, papers in vocabulary.items() if suggestible(word))
     return GenerationCompletions(
         words=Completions.of(words, keys=lambda word: (word,)),
-        authors=Completions.of(facets.papers_per_value("author"), keys=word_tails),
+        authors=Completions.of(facets.papers_per_value("author"), keys=facets.tails("author")),
     )

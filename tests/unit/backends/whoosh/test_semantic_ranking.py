@@ -13,6 +13,7 @@ from searchsvc.core import fusion
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress
+from searchsvc.operations import update
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.operations.search import search
 from searchsvc.semantic import store
@@ -161,3 +162,22 @@ def test_pages_follow_one_order_across_the_reordered_candidates(make_index: Make
         paged += _ids(backend, "heart attack", page=page, per_page=7)
     assert len(paged) == len(set(paged)) == count
     assert paged[:100] == _ids(backend, "heart attack", per_page=100)
+
+
+def test_a_worker_reopening_after_an_add_reads_the_new_vectors_alone(
+    make_index: MakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generation before's rows are copied, the add's read from the part it appended: the
+    base (230 MB at 300,000 papers) is not read again (issue #30)."""
+    backend = make_index([_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])])
+    assert backend.status()["semantic_ranking"] == "on"  # this process holds the generation's vectors
+    read: list[Path] = []
+    load_file = store.load_file
+    monkeypatch.setattr(store, "load_file", lambda path: read.append(path) or load_file(path))
+    added = tmp_path / "more.jsonl"
+    added.write_text(jsonl([_record("infarction", 2023, *MISSING_A_WORD)]), encoding="utf-8")
+    assert update.add(backend, [added]).embedded == 1
+    assert store.part_files(backend.vector_store) and backend.vector_store not in read  # the writer's side
+    assert backend.status()["semantic_ranking"] == "on"  # the reopened generation has every vector
+    assert _ids(backend, QUERY)[:2] == ["cardio", "chess"]
+    assert backend.vector_store not in read

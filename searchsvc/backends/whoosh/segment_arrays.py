@@ -1,0 +1,160 @@
+"""Each segment's ids and facet values as arrays, written beside the segment once.
+
+Opening a generation used to read these through Whoosh's columns a document at a time, in
+Python: at 300,000 papers most of a 6-12 s open, paid again by every worker after each change
+(issue #30). A segment never changes once written (an update deletes documents through the
+table of contents, not in the segment), so its arrays are written when it is (`write_missing`),
+hard-linked into later generations with its files (`updates.link_previous`), read with numpy,
+and reused by a worker that held the previous generation (`generation_cache.OpenGeneration`):
+an open reads what changed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from whoosh.reading import IndexReader
+
+from searchsvc.backends.whoosh.schema import FACET_COLUMNS
+from searchsvc.backends.whoosh.unmapped import open_index
+
+FILE_PREFIX = "arrays-"  # then the segment's id; not Whoosh's `MAIN_`, whose files Whoosh cleans up
+Ints = npt.NDArray[np.int32]
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FacetEntries:
+    """One facet of one segment: an entry per (document, value)."""
+
+    values: list[str | int]  # the segment's distinct values
+    doc: Ints  # entry → document number within the segment
+    value: Ints  # entry → index into `values`
+
+
+@dataclass(frozen=True)
+class SegmentArrays:
+    segment_id: str
+    ids: npt.NDArray[np.bytes_]  # document number → paper id (ASCII: core.paper.id_problem)
+    facets: Mapping[str, FacetEntries]  # by facet name (FACET_COLUMNS)
+
+    @property
+    def doc_count(self) -> int:
+        return len(self.ids)
+
+    def years(self) -> npt.NDArray[np.int64]:
+        """Document number → its year, 0 when undated."""
+        year = self.facets["year"]
+        years = np.zeros(self.doc_count, dtype=np.int64)
+        years[year.doc] = np.array(year.values, dtype=np.int64)[year.value] if year.values else 0
+        return years
+
+
+def file_name(segment_id: str) -> str:
+    return f"{FILE_PREFIX}{segment_id}.npz"
+
+
+def of_segment(reader: IndexReader) -> SegmentArrays:
+    """A segment's arrays from its columns (the slow way: when it is written, or for a segment
+    written before these files existed)."""
+    ids = np.array([_bytes(value) for value in reader.column_reader("id")], dtype=bytes)
+    if len(ids) == 0:
+        ids = np.empty(0, dtype="S1")
+    facets = {name: _entries(reader, column) for name, column in FACET_COLUMNS.items()}
+    return SegmentArrays(reader.segment().segment_id(), ids, facets)
+
+
+def write_missing(generation: Path) -> None:
+    """Write the arrays of each segment of `generation` that has none (a rebuild: all of them;
+    an update: its new segment), and drop those of segments merged away, before it is published."""
+    ix = open_index(generation)
+    try:
+        with ix.reader() as reader:
+            leaves = [reader] if reader.is_atomic() else [leaf for leaf, _ in reader.leaf_readers()]
+            present = set()
+            for leaf in leaves:
+                segment_id = leaf.segment().segment_id()
+                present.add(file_name(segment_id))
+                if not (generation / file_name(segment_id)).exists():
+                    _save(generation / file_name(segment_id), of_segment(leaf))
+    finally:
+        ix.close()
+    for path in generation.glob(f"{FILE_PREFIX}*.npz"):
+        if path.name not in present:
+            path.unlink()
+
+
+def read(generation: Path, reader: IndexReader) -> SegmentArrays:
+    """The arrays of `reader`'s segment: from its file, or from its columns when the file is
+    missing (a generation built before them) or not what it should be (logged)."""
+    segment_id = reader.segment().segment_id()
+    path = generation / file_name(segment_id)
+    if path.exists():
+        try:
+            return _load(path, segment_id, reader.doc_count_all())
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            log.warning("reading the columns of segment %s instead of %s: %s", segment_id, path, exc)
+    return of_segment(reader)
+
+
+def _entries(reader: IndexReader, column: str) -> FacetEntries:
+    values: list[str | int] = []
+    index_of: dict[str | int, int] = {}
+    docs: list[int] = []
+    indices: list[int] = []
+    for docnum, raw in enumerate(reader.column_reader(column)):
+        for value in json.loads(raw):
+            index = index_of.get(value)
+            if index is None:
+                index = index_of[value] = len(values)
+                values.append(value)
+            docs.append(docnum)
+            indices.append(index)
+    return FacetEntries(values, np.array(docs, dtype=np.int32), np.array(indices, dtype=np.int32))
+
+
+def _save(path: Path, arrays: SegmentArrays) -> None:
+    """Values as JSON text (a numpy string array would drop trailing NULs); fsync'd with the
+    generation by `GenerationStore.finish`."""
+    named: dict[str, npt.NDArray[np.generic]] = {"ids": arrays.ids}
+    for name, entries in arrays.facets.items():
+        named[f"{name}.values"] = np.frombuffer(json.dumps(entries.values).encode("utf-8"), dtype=np.uint8)
+        named[f"{name}.doc"] = entries.doc
+        named[f"{name}.value"] = entries.value
+    with path.open("wb") as stream:
+        np.savez(stream, **named)  # type: ignore[arg-type]  # numpy's stub wants positional arrays
+
+
+def _load(path: Path, segment_id: str, doc_count: int) -> SegmentArrays:
+    """The arrays in `path`, checked against the segment: bytes on disk are untrusted."""
+    with path.open("rb") as stream, np.load(stream, allow_pickle=False) as data:
+        ids = data["ids"]
+        if ids.dtype.kind != "S" or ids.shape != (doc_count,):
+            raise ValueError(f"ids are {ids.dtype} {ids.shape}, expected {doc_count} byte strings")
+        facets = {}
+        for name in FACET_COLUMNS:
+            values = json.loads(data[f"{name}.values"].tobytes())
+            docs, indices = data[f"{name}.doc"], data[f"{name}.value"]
+            kind = int if name == "year" else str
+            if not isinstance(values, list) or not all(type(value) is kind for value in values):
+                raise ValueError(f"{name} values are not a list of {kind.__name__}")
+            for array in (docs, indices):
+                if array.dtype != np.int32 or array.shape != docs.shape or array.ndim != 1:
+                    raise ValueError(f"{name} entries are {array.dtype} {array.shape}")
+            if len(docs) and (docs.min() < 0 or docs.max() >= doc_count or indices.min() < 0):
+                raise ValueError(f"{name} entries name documents outside the segment")
+            if len(indices) and indices.max() >= len(values):
+                raise ValueError(f"{name} entries name values it does not hold")
+            facets[name] = FacetEntries(values, docs, indices)
+    return SegmentArrays(segment_id, ids, facets)
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode("utf-8")

@@ -1,0 +1,80 @@
+"""The vector store appends: an add writes its own vectors as a part, a removal writes nothing,
+and unused rows or too many parts are compacted away (issue #30: every change at 300,000 papers
+rewrote the whole 230 MB store)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchsvc.semantic import embedding, store
+from searchsvc.semantic.embedding import embed_new
+from searchsvc.semantic.encoder import DIMENSIONS
+from searchsvc.semantic.selection import EncodeChunks
+from searchsvc.semantic.store import KEY_BYTES, content_key, find, load, part_files
+
+TEXTS = [f"paper number {n}" for n in range(40)]
+
+
+@contextmanager
+def _encoder(_count: int) -> Iterator[EncodeChunks]:
+    """A made-up encoder: each text's vector says which text it was, so rows can be checked."""
+
+    def encode(chunks):  # type: ignore[no-untyped-def]
+        for chunk in chunks:
+            vectors = np.zeros((len(chunk), DIMENSIONS), dtype=np.float32)
+            vectors[:, 0] = [int(text.rsplit(" ", 1)[1]) for text in chunk]
+            yield vectors
+
+    yield encode
+
+
+def _embed(path: Path, numbers: list[int]) -> int:
+    keys = np.array([content_key(TEXTS[n]) for n in numbers], dtype=f"S{KEY_BYTES}")
+    return embed_new(path, keys, lambda i: TEXTS[numbers[i]], _encoder, lambda _p, _t: nullcontext(lambda _n: None))
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_ino, info.st_mtime_ns
+
+
+def test_an_add_appends_a_part_and_a_removal_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "model.npz"
+    assert _embed(path, list(range(30))) == 30
+    assert path.exists() and not part_files(path)  # a first embedding is a base
+    base = _identity(path)
+    assert _embed(path, list(range(32))) == 2
+    assert [len(store.load_file(part).keys) for part in part_files(path)] == [2]
+    assert _identity(path) == base
+    files = sorted(tmp_path.iterdir())
+    assert _embed(path, list(range(2, 32))) == 0  # two papers removed: nothing to write
+    assert sorted(tmp_path.iterdir()) == files and _identity(path) == base
+    keys = np.array([content_key(TEXTS[n]) for n in (31, 5, 39)], dtype=f"S{KEY_BYTES}")
+    vectors, found = find(path, keys)
+    assert found.tolist() == [True, True, False]
+    assert vectors[:2, 0].tolist() == [31.0, 5.0]
+
+
+def test_unused_rows_past_a_quarter_are_compacted_away(tmp_path: Path) -> None:
+    path = tmp_path / "model.npz"
+    _embed(path, list(range(30)))
+    _embed(path, list(range(32)))
+    _embed(path, list(range(20, 33)))  # 20 of 33 rows unused: compacted with the one new paper
+    assert not part_files(path)
+    assert sorted(load(path).vectors[:, 0].tolist()) == list(range(20, 33))
+
+
+def test_too_many_parts_are_compacted_into_the_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedding, "MAX_PARTS", 3)
+    path = tmp_path / "model.npz"
+    _embed(path, list(range(30)))
+    for count in (31, 32, 33):
+        _embed(path, list(range(count)))
+        assert len(part_files(path)) == count - 30
+    _embed(path, list(range(34)))
+    assert not part_files(path) and len(load(path).keys) == 34
