@@ -29,7 +29,11 @@ def normalise_title(title: str) -> str:
 
 def word_tails(value: str) -> tuple[str, ...]:
     """The folded value from each of its words on: "Maxim Naumov" → ("maxim naumov", "naumov")."""
-    folded = fold(value)
+    return folded_tails(fold(value))
+
+
+def folded_tails(folded: str) -> tuple[str, ...]:
+    """`word_tails` of a value already folded."""
     return tuple(folded[m.start() :] for m in _WORD_START.finditer(folded))
 
 

@@ -33,6 +33,8 @@ from searchsvc.semantic.encoder import DIMENSIONS
 KEY_BYTES = 16
 _TEMP_PREFIX = ".vectors-"  # then the writing process's id: a save's file before it replaces the store
 _PART = ".part-"  # then the part's number, after the base file's stem
+_EXPONENT = np.uint16(0x7C00)  # a float16's exponent bits
+_SLICE = 1 << 20  # float16 values checked at once (2 MB)
 log = logging.getLogger(__name__)
 
 
@@ -123,9 +125,19 @@ def _problem(keys: np.ndarray, vectors: np.ndarray) -> str | None:
         return f"keys are {keys.dtype} {keys.shape}, expected S{KEY_BYTES} (n,)"
     if vectors.dtype != np.float16 or vectors.shape != (len(keys), DIMENSIONS):
         return f"vectors are {vectors.dtype} {vectors.shape}, expected float16 ({len(keys)}, {DIMENSIONS})"
-    if not np.isfinite(vectors).all():
+    if not _finite(vectors):
         return "vectors hold values that are not finite numbers"
     return None
+
+
+def _finite(vectors: np.ndarray) -> bool:
+    """Whether every float16 is finite: an infinity or NaN has every exponent bit set. An integer
+    test on slices that stay in the CPU's cache, 5 times faster than `np.isfinite` on float16 (whose
+    full-size temporary took longer than the store's read at 300,000 papers)."""
+    bits = vectors.reshape(-1).view(np.uint16)
+    return not any(
+        (bits[start : start + _SLICE] & _EXPONENT == _EXPONENT).any() for start in range(0, len(bits), _SLICE)
+    )
 
 
 def _empty() -> StoredVectors:
@@ -217,10 +229,17 @@ def stamp(path: Path) -> Stamp | None:
 
 def find(path: Path, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The vectors of `keys` in the store at `path` (zero rows where missing), and which were found:
-    newest parts first, then the base, each read only while some key is still missing."""
+    newest parts first, then the base, each read only while some key is still missing. When the
+    base holds exactly `keys`, in order (a compacted store, read by its generation), its array is
+    returned as it is: at 300,000 papers, 230 MB not copied twice."""
+    parts = part_files(path)
+    if not parts:
+        base = load_file(path)
+        if np.array_equal(base.keys, keys):
+            return base.vectors, np.ones(len(keys), dtype=bool)
     vectors = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
     found = np.zeros(len(keys), dtype=bool)
-    for part in reversed(part_files(path)):
+    for part in reversed(parts):
         if found.all():
             return vectors, found
         _fill(load_file(part), keys, vectors, found)

@@ -26,7 +26,7 @@ from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.backends.whoosh.segment_arrays import SegmentArrays
 from searchsvc.core.facet_order import alphabetical_key, display_order, listing
 from searchsvc.core.model import FACETS, FacetValue, SearchRequest
-from searchsvc.core.text import fold, word_tails
+from searchsvc.core.text import fold, folded_tails
 
 Mask = npt.NDArray[np.bool_]  # document number → in the set
 Filters = dict[str, Mask | None]
@@ -56,15 +56,15 @@ class ValueTable:
         start = len(self.values)
         index_of = {**self.index_of, **{value: start + i for i, value in enumerate(new)}}
         by_folded = dict(self.by_folded)
-        for i, value in enumerate(new, start):
-            folded = fold(str(value))
-            by_folded[folded] = [*by_folded.get(folded, []), i]
+        folded = [fold(str(value)) for value in new]
+        for i, text in enumerate(folded, start):
+            by_folded[text] = [*by_folded.get(text, []), i]
         keys = self.keys + [alphabetical_key(value) for value in new]
         return ValueTable(
             self.values + new,
             index_of,
             by_folded,
-            self.tails + [word_tails(str(value)) for value in new],
+            self.tails + [folded_tails(text) for text in folded],
             keys,
             _ranks_with(self.display_rank, keys, start),
         )
@@ -81,7 +81,10 @@ def _ranks_with(ranks: npt.NDArray[np.int64], keys: list[tuple[str, str]], start
     by_rank = np.empty(start, dtype=np.int64)
     by_rank[ranks] = np.arange(start)
     new = sorted(range(start, len(keys)), key=keys.__getitem__)
-    places = np.array([bisect_left(range(start), keys[i], key=lambda r: keys[by_rank[r]]) for i in new], np.int64)
+    old = range(start)
+    places = np.array(
+        [bisect_left(old, keys[i], key=lambda r: keys[by_rank[r]]) if start else 0 for i in new], np.int64
+    )
     result = np.empty(len(keys), dtype=np.int64)
     result[:start] = ranks + np.searchsorted(places, ranks, side="right")
     result[np.array(new, dtype=np.int64)] = places + np.arange(len(new))

@@ -56,10 +56,9 @@ class OpenGeneration:
         weakref.finalize(self, _close, self.searcher, hold)
         try:
             reader = self.searcher.reader()
-            known = previous.segments if previous else {}
-            self.segments: dict[str, SegmentArrays] = _segment_arrays(hold.path, reader, known)
-            placed = list(zip(self.segments.values(), _offsets(reader), strict=True))
-            self.order = DocOrder.of(reader, list(self.segments.values()))
+            placed = _placed_segments(hold.path, reader, previous.segments if previous else {})
+            self.segments: dict[str, SegmentArrays] = {segment.segment_id: segment for segment, _ in placed}
+            self.order = DocOrder.of(reader, [segment for segment, _ in placed])
             self.facets: FacetIndex = FacetIndex(placed, self.order.live, previous.facets if previous else None)
             self.all_docs = self.facets.all_docs
             self.postings = Postings(self.searcher)
@@ -84,21 +83,16 @@ class OpenGeneration:
         return self._completions
 
 
-def _leaves(reader: IndexReader) -> list[IndexReader]:
-    return [reader] if reader.is_atomic() else [leaf for leaf, _ in reader.leaf_readers()]
-
-
-def _offsets(reader: IndexReader) -> list[int]:
-    return [0] if reader.is_atomic() else [offset for _, offset in reader.leaf_readers()]
-
-
-def _segment_arrays(generation: Path, reader: IndexReader, known: dict[str, SegmentArrays]) -> dict[str, SegmentArrays]:
-    """Each segment's arrays by segment id, in the reader's order: `known` ones reused, the others read."""
-    found = {}
-    for leaf in _leaves(reader):
-        segment_id = leaf.segment().segment_id()
-        found[segment_id] = known.get(segment_id) or segment_arrays.read(generation, leaf)
-    return found
+def _placed_segments(
+    generation: Path, reader: IndexReader, known: dict[str, SegmentArrays]
+) -> list[tuple[SegmentArrays, int]]:
+    """Each segment's arrays with its first document number, in the reader's order: `known` ones
+    (the previous generation's) reused, the others read."""
+    leaves = [(reader, 0)] if reader.is_atomic() else reader.leaf_readers()
+    return [
+        (known.get(leaf.segment().segment_id()) or segment_arrays.read(generation, leaf), offset)
+        for leaf, offset in leaves
+    ]
 
 
 def _unreadable(generation: Path, exc: Exception) -> IndexUnavailable:

@@ -125,21 +125,30 @@ class GenerationVectors:
             if base != self._base:
                 self._found[:] = False
                 self._base = base
-            rows = self._rows if self._rows is not None else np.zeros((len(self._keys), DIMENSIONS), np.float16)
             missing = np.flatnonzero(~self._found)
+            rows = self._rows
+            if now is not None and not len(self._keys):
+                rows = np.zeros((0, DIMENSIONS), np.float16)  # nothing to embed: ranked by meaning at once
             if len(missing) and now is not None:
                 vectors, found = find(self._store, self._keys[missing])
-                rows[missing[found]] = vectors[found]
+                if rows is None and len(missing) == len(self._keys):
+                    rows = vectors  # every row read at once (a fresh open): no copy of the store
+                else:
+                    rows = rows if rows is not None else np.zeros((len(self._keys), DIMENSIONS), np.float16)
+                    rows[missing[found]] = vectors[found]
                 self._found[missing[found]] = True
             self._rows, self._stamp = rows, now
 
     def _take_shared(self, previous: GenerationVectors, rows: np.ndarray) -> None:
         """Copy the rows of the segments `previous` holds too, where it has them."""
         assert previous._rows is not None
-        before = {segment: (start, count) for segment, start, count in previous._placement}
+        before = {segment: start for segment, start, _count in previous._placement}
         for segment, start, count in self._placement:
             if segment in before:
-                old = before[segment][0]
+                old = before[segment]
                 known = previous._found[old : old + count]
-                rows[start : start + count][known] = previous._rows[old : old + count][known]
+                if known.all():  # a plain copy: a boolean mask over 230 MB took 0.4 s at 300,000 papers
+                    rows[start : start + count] = previous._rows[old : old + count]
+                else:
+                    rows[start : start + count][known] = previous._rows[old : old + count][known]
                 self._found[start : start + count] |= known
