@@ -1,4 +1,4 @@
-"""`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|sources|update [options]`:
+"""`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|sources|update|churn [options]`:
 see bench/README.md."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ COMMANDS = (
     "suggest",
     "sources",
     "update",
+    "churn",
 )
 
 if __name__ == "__main__":

@@ -20,8 +20,6 @@ it, and `OpenSearchBackend.search` joins the in-process engines.
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import shutil
 import sys
 import tempfile
@@ -35,7 +33,7 @@ from bench import corpus, mix
 from bench.bare_whoosh import BareSearcher
 from bench.build import OPENSEARCH, build_once, opensearch_env
 from bench.measure import VECTOR_STORE, latency_summary, machine, mib, report, table
-from bench.server import Server, procfile_web
+from bench.server import Server, procfile_web, timed_get
 from searchsvc.backends import Backend
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.backends.whoosh import WhooshBackend
@@ -55,7 +53,7 @@ def http_load(server: Server, requests: list[mix.MixQuery], clients: int) -> dic
     done = threading.Event()
 
     def send(i: int) -> None:
-        statuses[i], latencies[i], took[i] = _get(server.port, "/api/search?" + requests[i].params())
+        statuses[i], latencies[i], took[i] = timed_get(server.port, "/api/search?" + requests[i].params())
 
     def sample() -> None:
         while not done.is_set():
@@ -106,22 +104,6 @@ def by_clients(count: int, clients: int, work: Callable[[int], None]) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-
-
-def _get(port: int, path: str) -> tuple[int, float, float]:
-    started = time.perf_counter()
-    try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        connection.request("GET", path)
-        response = connection.getresponse()
-        body = response.read()
-        status = response.status
-        connection.close()
-    except (OSError, http.client.HTTPException):
-        return 0, (time.perf_counter() - started) * 1000, 0.0
-    elapsed = (time.perf_counter() - started) * 1000
-    took = json.loads(body).get("took_ms", 0.0) if status == 200 else 0.0
-    return status, elapsed, took
 
 
 def _by_kind(requests: list[mix.MixQuery], samples: list[float]) -> dict[str, dict[str, float]]:

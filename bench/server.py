@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import socket
@@ -98,3 +99,21 @@ def _wait_ready(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
             pass
         time.sleep(0.2)
     raise RuntimeError(f"gunicorn never became ready:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def timed_get(port: int, path: str) -> tuple[int, float, float]:
+    """GET `path` on a new loopback connection: status (0: the connection failed), milliseconds as the
+    client saw them, and the server's own `took_ms` (0 unless 200)."""
+    started = time.perf_counter()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        status = response.status
+        connection.close()
+    except (OSError, http.client.HTTPException):
+        return 0, (time.perf_counter() - started) * 1000, 0.0
+    elapsed = (time.perf_counter() - started) * 1000
+    took = json.loads(body).get("took_ms", 0.0) if status == 200 else 0.0
+    return status, elapsed, took

@@ -85,7 +85,7 @@ def run(
             shutil.copytree(kept_vectors, vectors)
         updated = _backend(work / "updated", semantic, vectors)
         if random_base and semantic:
-            timings["random_base_vectors"] = _random_vectors(first, updated.vector_store)
+            timings["random_base_vectors"] = random_vectors(first, updated.vector_store)
         _progress("first rebuild", timings)
         timings["add"] = _timed_report(lambda: update.add(updated, [added]))
         # What the first search after a publish waits for in each worker: opening the new generation.
@@ -130,7 +130,7 @@ def _progress(phase: str, timings: dict[str, Any]) -> None:
     print(f"{phase}: {json.dumps(timings)} load {os.getloadavg()}", file=sys.stderr, flush=True)
 
 
-def _random_vectors(built: WhooshBackend, store: Path) -> int:
+def random_vectors(built: WhooshBackend, store: Path) -> int:
     """Store a random unit vector under each content key of `built`'s published generation."""
     generation = built.store.generations / built.store.published_name()
     keys = read_content_keys(generation, built.store.manifest(generation)["doc_count"])  # no need to open it

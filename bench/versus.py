@@ -18,8 +18,8 @@ from typing import Any
 
 from bench import corpus, mix
 from bench.measure import REPO, latency_summary, machine, report, table
-from bench.query import WARMUP, _by_kind, _get, by_clients
-from bench.server import Server, procfile_web
+from bench.query import WARMUP, _by_kind, by_clients
+from bench.server import Server, procfile_web, timed_get
 
 VERSIONS = ("baseline", "this")
 
@@ -61,7 +61,7 @@ def _load(
 
     def send(i: int) -> None:
         for version in VERSIONS if i % 2 == 0 else VERSIONS[::-1]:
-            status, elapsed, _ = _get(servers[version].port, "/api/search?" + requests[i].params())
+            status, elapsed, _ = timed_get(servers[version].port, "/api/search?" + requests[i].params())
             statuses[version][i], samples[version][i] = status, elapsed
 
     by_clients(len(requests), clients, send)

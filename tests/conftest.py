@@ -105,7 +105,11 @@ SHARED_FIXTURE_GROUPS = {
         "tests/contract/test_updates_opensearch_only.py",
         "tests/contract/test_both_backends_agree.py",
     ),
-    "acl": ("tests/system/test_request_budget.py", "test_cli_processes.py::test_rebuild_indexes_all_acl"),
+    "acl": (
+        "tests/system/test_request_budget.py",
+        "tests/system/test_churn_acl.py",
+        "test_cli_processes.py::test_rebuild_indexes_all_acl",
+    ),
     "write-embedding": ("tests/system/test_write_embedding_server.py",),  # one server, its writes in order
 }
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
+import psutil
 import pytest
 
 from tests.helpers.paths import REPO
@@ -203,6 +204,48 @@ def gunicorn_workers(pidfile: Path) -> list[int]:
     master = int(pidfile.read_text().strip())
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return [int(pid) for pid in children]
+
+
+def answers_by_worker(port: int, workers: Sequence[int], paths: Sequence[str]) -> dict[int, dict[str, int]]:
+    """The status of every GET `paths` from each worker: a kept-alive connection stays with the worker
+    that accepted it, which holds its socket (a worker is pinned by no header or setting)."""
+    statuses: dict[int, dict[str, int]] = {pid: {} for pid in workers}
+    for _attempt in range(POLL_ATTEMPTS):
+        if all(len(found) == len(paths) for found in statuses.values()):
+            break
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
+        try:
+            answered = _status(connection, paths[0])  # answered, so accepted by a worker
+            pid = _worker_holding(connection, port, workers)
+            if pid is None:  # a worker started since `workers` were read
+                continue
+            found = statuses[pid]
+            found.setdefault(paths[0], answered)
+            for path in paths:
+                if path not in found:
+                    found[path] = _status(connection, path)
+        except (OSError, http.client.HTTPException):  # closed when idle: the next connection goes on
+            pass
+        finally:
+            connection.close()
+    return statuses
+
+
+def _status(connection: http.client.HTTPConnection, path: str) -> int:
+    connection.request("GET", path)
+    response = connection.getresponse()
+    response.read()
+    return response.status
+
+
+def _worker_holding(connection: http.client.HTTPConnection, port: int, workers: Sequence[int]) -> int | None:
+    assert connection.sock is not None
+    client_port = connection.sock.getsockname()[1]
+    for pid in workers:
+        for held in psutil.Process(pid).net_connections(kind="tcp"):
+            if held.laddr and held.laddr.port == port and held.raddr and held.raddr.port == client_port:
+                return pid
+    return None
 
 
 class ClientThreads:
