@@ -27,11 +27,12 @@ from searchsvc.backends.opensearch.cluster import cluster_errors, connect, where
 from searchsvc.backends.opensearch.facets import lookup_values
 from searchsvc.backends.opensearch.generations import Generations
 from searchsvc.backends.opensearch.hits import hit
+from searchsvc.backends.opensearch.journal import IndexJournal
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, page
 from searchsvc.backends.opensearch.suggesting import suggestions
-from searchsvc.backends.ports import Purpose
+from searchsvc.backends.ports import JOURNAL_ENTRIES, Purpose
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
@@ -91,6 +92,7 @@ class OpenSearchBackend:
             "doc_count": len(collection),
             "records": collection.records,
             "merged": collection.merged,
+            JOURNAL_ENTRIES: collection.journal_entries,  # published with it by the alias move
         }
         with cluster_errors(self._where):
             self.client.indices.create(index=name, body=index_body(self.settings.opensearch_shards, meta))
@@ -162,12 +164,27 @@ class OpenSearchBackend:
 
     def published(self) -> str | None:
         """The alias's index, labelled with its number of updates (one request)."""
+        found = self._published_meta()
+        return None if found is None else updates.label(*found)
+
+    def journal(self) -> IndexJournal:
+        """The journal in the cluster, beside the alias: the same for every process that serves it."""
+        return IndexJournal(self.client, self.alias, self._where, self.settings.opensearch_replicas)
+
+    def published_entries(self) -> int | None:
+        """The journal entries the published index's `_meta` says it includes (one request)."""
+        found = self._published_meta()
+        entries = None if found is None else found[1].get(JOURNAL_ENTRIES)
+        return None if entries is None else int(entries)
+
+    def _published_meta(self) -> tuple[str, dict[str, Any]] | None:
+        """The alias's index and its `_meta`, without checking its mapping version (None: no alias)."""
         with cluster_errors(self._where):
             found = self.client.indices.get_mapping(index=self.alias, ignore=404)
         if found.get("status") == 404:
             return None
         index = sorted(found)[0]
-        return updates.label(index, found[index]["mappings"].get("_meta", {}))
+        return index, found[index]["mappings"].get("_meta", {})
 
     def _put_meta(self, index: str, meta: dict[str, Any]) -> None:
         """Replace the index's `_meta` (the cluster keeps no part of the old one)."""
