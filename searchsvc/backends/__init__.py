@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from searchsvc.backends.ports import Answer, Backend, Purpose
+from searchsvc.backends.ports import Answer, Backend, Journal, Purpose
 from searchsvc.settings import Settings
 
-__all__ = ["Answer", "Backend", "Purpose", "open_backend"]
+__all__ = ["Answer", "Backend", "Journal", "Purpose", "open_backend"]
 
 
 def open_backend(settings: Settings) -> Backend:

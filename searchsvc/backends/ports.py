@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
 
-from searchsvc.core.catalogue import Catalogue, Change
+from searchsvc.core.catalogue import Catalogue, Change, JournalEntry
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.model import FacetLookup, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
@@ -19,6 +19,31 @@ from searchsvc.settings import Settings
 
 # A page of results shows facets, highlights and "did you mean"; an export needs the papers only.
 Purpose = Literal["page", "export"]
+# Where an engine keeps `Catalogue.journal_entries` with each generation it publishes (and shows it in `status`).
+JOURNAL_ENTRIES = "journal_entries"
+
+
+class Journal(Protocol):
+    """The changes users wrote (`add`, `remove`, the write API) in order, each engine's own, kept
+    where every process serving its index sees them; every rebuild replays them after its sources.
+
+    An entry is appended, durably, before its change is published, and the generation published
+    with it records how many entries it includes (`Backend.published_entries`): an entry past
+    that count is a change whose process died before publishing, which readers ignore and the
+    next change or rebuild cuts off (`keep_first`). So a change is in both or in neither.
+    """
+
+    def changes(self, first: int | None = None) -> Iterator[JournalEntry]:
+        """The entries in order, the first `first` of them (None: all)."""
+
+    def __len__(self) -> int:
+        """How many entries there are (asked by /readyz and each metrics scrape: cheap)."""
+
+    def append(self, entry: JournalEntry) -> None:
+        """Add `entry` after every other one, durably, before this returns."""
+
+    def keep_first(self, count: int) -> int:
+        """Drop every entry past the first `count` (those published); return how many were dropped."""
 
 
 class Answer(CandidateSource[Ref], Protocol[Ref]):
@@ -92,6 +117,13 @@ class Backend(Protocol):
 
     def published(self) -> str | None:
         """The published generation's name, read cheaply (None if nothing is published)."""
+
+    def journal(self) -> Journal:
+        """The change journal of this index, where every process serving it sees the same one."""
+
+    def published_entries(self) -> int | None:
+        """How many journal entries the published generation includes, as published with it (None:
+        nothing is published, or it was published before the engine kept that count)."""
 
     def embed(self, progress: ProgressFactory) -> int:
         """Store vectors for the published papers that lack them; return how many were embedded."""

@@ -1,12 +1,15 @@
-"""What an engine builds a generation from, and what an update changes: the domain's side of
-`ingest.collection`, so engines need not know how papers were read or merged."""
+"""What an engine builds a generation from, what an update changes, and what users asked: the
+domain's side of `ingest.collection` and of the change journal, so engines need not know how
+papers were read or merged."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.paper import Paper
 
 
@@ -14,6 +17,9 @@ class Catalogue(Protocol):
     """The distinct papers of a rebuild or update (`ingest.collection.Collection`), newest first."""
 
     records: int  # records read, merged into these papers (an update's: every one since the rebuild)
+    # The journal's first `journal_entries` changes are in these papers: the engine keeps the count
+    # with the generation it publishes, so an entry past it is a change that was never published.
+    journal_entries: int
 
     @property
     def merged(self) -> int:
@@ -37,3 +43,41 @@ class Change:
 
     deleted: list[str]
     added: list[Paper]
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One add or remove as it was asked, kept in the change journal so every rebuild replays it:
+    when, by whom, the records as read (before merging) and the ids removed."""
+
+    at: str
+    by: str
+    added: list[Paper] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        """As JSON data (a line of Whoosh's journal file, a document of OpenSearch's journal index);
+        each paper as `Paper.encoded`, its sources included, so a replay merges exactly what was read."""
+        return {
+            "at": self.at,
+            "by": self.by,
+            "added": [paper.encoded() for paper in self.added],
+            "removed": self.removed,
+        }
+
+    @classmethod
+    def from_record(cls, record: Any, where: str, number: int) -> JournalEntry:
+        """The entry `record()` gave (or its JSON text); one that is not fails with `where:number:
+        what is wrong`."""
+        try:
+            if isinstance(record, str | bytes):
+                record = json.loads(record)
+            if not isinstance(record, dict):
+                raise ValueError("not a JSON object")
+            added = [Paper.decoded(doc) for doc in record["added"]]
+            removed = [str(paper_id) for paper_id in record["removed"]]
+            return cls(str(record["at"]), str(record["by"]), added, removed)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SourceFormatError(
+                where, number, f"not a change of the journal: {type(exc).__name__}: {exc}"
+            ) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,6 +69,21 @@ class Paper:
             "authors": self.authors,
             "identifiers": self.identifiers.stored(),
         }
+
+    def encoded(self) -> str:
+        """The whole paper, sources included, as one compact JSON text: how the merge state
+        (`ingest.collection`) and the change journal keep papers."""
+        ids = self.identifiers
+        sources = [[source.path, source.line] for source in self.sources]
+        fields = [self.id, self.title, self.abstract, self.year, self.subjects, self.authors, sources]
+        return json.dumps([*fields, [ids.arxiv, ids.doi, ids.url]], ensure_ascii=False)
+
+    @classmethod
+    def decoded(cls, doc: str, paper_id: str | None = None) -> Paper:
+        """A paper as `encoded` wrote it (its identifiers were normalised when read), with its final id."""
+        own_id, title, abstract, year, subjects, authors, sources, (arxiv, doi, url) = json.loads(doc)
+        located = [SourceLocation(path, line) for path, line in sources]
+        return cls(paper_id or own_id, title, abstract, year, subjects, authors, located, Identifiers(arxiv, doi, url))
 
 
 def catalogue_key(year: int | None, paper_id: str, newest: bool = True) -> tuple[bool, int, str]:

@@ -9,7 +9,6 @@ small page cache, the operating system's file cache does the rest.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
@@ -21,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.core.errors import RebuildFailed
-from searchsvc.core.identifiers import Identifiers
-from searchsvc.core.paper import Paper, SourceLocation
+from searchsvc.core.paper import Paper
 from searchsvc.host import fsync_dir, remove_abandoned
 
 # SQLite's page cache for the scratch file, in KiB (its default is 2 MiB): enough for the key
@@ -33,7 +31,7 @@ FILE_NAME = "papers.sqlite"
 _SCHEMA = """
 CREATE TABLE paper (
     grp INTEGER PRIMARY KEY,   -- the number of the record that started it: the first read wins
-    doc TEXT NOT NULL,         -- the merged paper (`encode_paper`)
+    doc TEXT NOT NULL,         -- the merged paper (`Paper.encoded`)
     title TEXT NOT NULL,       -- its normalised title, to tell a shared DOI under another title
     first_source TEXT NOT NULL,
     min_id TEXT NOT NULL,      -- the smallest id of its records: its id, whatever the order read
@@ -47,12 +45,6 @@ CREATE INDEX merge_key_grp ON merge_key (grp);
 -- records: merged so far, ever (the next record's number follows); removed: those of removed papers
 CREATE TABLE meta (records INTEGER NOT NULL, removed INTEGER NOT NULL);
 INSERT INTO meta VALUES (0, 0);
-"""
-# The changes of the journal (ingest/journal.py) these papers include: its first `entries` lines.
-# Published with the collection, so the journal's lines past it are changes never published.
-_JOURNAL_STATE = """
-CREATE TABLE IF NOT EXISTS journal_state (entries INTEGER NOT NULL);
-INSERT INTO journal_state SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM journal_state);
 """
 # Newest first, undated last, ties by id (`core.paper.catalogue_key`: SQLite compares TEXT as
 # UTF-8 bytes, which orders like Python's str); and each paper's place in the oldest-first order.
@@ -108,8 +100,6 @@ class MergeStore:
         self.db = _connect(path)
         # An update's copy drops the catalogue: only a rebuild reads papers in catalogue order.
         self.db.executescript(_SCHEMA if published is None else "DROP TABLE IF EXISTS catalogue;")
-        self.db.executescript(_JOURNAL_STATE)  # also in a collection published before the journal
-        self.journal_before: int = self.db.execute("SELECT entries FROM journal_state").fetchone()[0]
         # group → its (id, stored fields) before this merge touched it (None: new); only for updates
         self.changes: dict[int, tuple[str, dict[str, Any]] | None] | None = None if published is None else {}
         counts: tuple[int, int] = self.db.execute("SELECT records, removed FROM meta").fetchone()
@@ -127,7 +117,7 @@ class MergeStore:
         return [(key, Group(number, title, source, low, bool(own))) for key, number, title, source, low, own in rows]
 
     def paper(self, number: int) -> Paper:
-        return decode_paper(self.db.execute("SELECT doc FROM paper WHERE grp = ?", (number,)).fetchone()[0])
+        return Paper.decoded(self.db.execute("SELECT doc FROM paper WHERE grp = ?", (number,)).fetchone()[0])
 
     def put(self, number: int, paper: Paper, title: str, min_id: str, own_ids: bool) -> None:
         """Store (or replace) a group's merged paper."""
@@ -136,7 +126,7 @@ class MergeStore:
             "INSERT OR REPLACE INTO paper VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 number,
-                encode_paper(paper),
+                paper.encoded(),
                 title,
                 str(paper.sources[0]),
                 min_id,
@@ -163,7 +153,7 @@ class MergeStore:
             return False
         number, doc = row
         self._note(number)
-        self.records_removed += len(decode_paper(doc).sources)  # a source location per record merged into it
+        self.records_removed += len(Paper.decoded(doc).sources)  # a source location per record merged into it
         self.db.execute("DELETE FROM merge_key WHERE grp = ?", (number,))
         self.db.execute("DELETE FROM paper WHERE grp = ?", (number,))
         return True
@@ -171,7 +161,7 @@ class MergeStore:
     def current(self, number: int) -> tuple[Paper, str] | None:
         """A group's merged paper and its id now (None once absorbed or removed)."""
         row = self.db.execute("SELECT doc, min_id FROM paper WHERE grp = ?", (number,)).fetchone()
-        return None if row is None else (decode_paper(row[0], row[1]), row[1])
+        return None if row is None else (Paper.decoded(row[0], row[1]), row[1])
 
     def _note(self, number: int) -> None:
         if self.changes is not None and number not in self.changes:
@@ -195,20 +185,18 @@ class MergeStore:
                 "the published index is unchanged"
             ) from exc
 
-    def finish(self, records: int, journal_entries: int | None = None) -> Collection:
+    def finish(self, records: int, journal_entries: int = 0) -> Collection:
         """The merged papers, `records` merged in all, ever (record numbers never repeat, so a new
         paper never takes an old one's number); a rebuild's in catalogue order too. They include
-        the journal's first `journal_entries` changes (None: as many as before)."""
+        the journal's first `journal_entries` changes, which the engine keeps with the generation."""
         removed = self.removed_before + self.records_removed
         self.db.execute("UPDATE meta SET records = ?, removed = ?", (records, removed))
-        entries = self.journal_before if journal_entries is None else journal_entries
-        self.db.execute("UPDATE journal_state SET entries = ?", (entries,))
         self.db.execute("COMMIT")
         if self.changes is None:
             self.db.executescript(_CATALOGUE)
         self.db.close()
         self._cleanup.detach()  # the collection owns the file now
-        return Collection(self.directory, records - removed)  # less those of removed papers
+        return Collection(self.directory, records - removed, journal_entries)  # less those of removed papers
 
 
 class Collection:
@@ -221,11 +209,12 @@ class Collection:
     own connection.
     """
 
-    def __init__(self, directory: Path, records: int) -> None:
+    def __init__(self, directory: Path, records: int, journal_entries: int = 0) -> None:
         self.directory = directory
         self.path = directory / FILE_NAME
         self._cleanup = weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
         self.records = records
+        self.journal_entries = journal_entries
         self._db = _connect(self.path)
         self._size: int = self._db.execute("SELECT count(*) FROM paper").fetchone()[0]
 
@@ -249,7 +238,7 @@ class Collection:
         row = self._db.execute("SELECT min_id, doc FROM paper WHERE min_id = ?", (paper_id,)).fetchone()
         if row is None:
             raise KeyError(paper_id)
-        return decode_paper(row[1], row[0])
+        return Paper.decoded(row[1], row[0])
 
     def catalogue(self, start: int = 0, end: int | None = None) -> Iterator[tuple[Paper, int]]:
         """Papers `start` to `end` of the newest-first order, each with its rank oldest first."""
@@ -261,7 +250,7 @@ class Collection:
                 (start, self._size if end is None else end),
             )
             for paper_id, oldest, doc in rows:
-                yield decode_paper(doc, paper_id), oldest
+                yield Paper.decoded(doc, paper_id), oldest
         finally:
             db.close()
 
@@ -295,47 +284,3 @@ def _connect(path: Path) -> sqlite3.Connection:
         f"PRAGMA cache_size = -{_CACHE_KIB};"
     )
     return db
-
-
-def encode_paper(paper: Paper) -> str:
-    ids = paper.identifiers
-    return json.dumps(
-        [
-            paper.id,
-            paper.title,
-            paper.abstract,
-            paper.year,
-            paper.subjects,
-            paper.authors,
-            [[source.path, source.line] for source in paper.sources],
-            [ids.arxiv, ids.doi, ids.url],
-        ],
-        ensure_ascii=False,
-    )
-
-
-def decode_paper(doc: str, paper_id: str | None = None) -> Paper:
-    """A paper as `encode_paper` wrote it (its identifiers were normalised when read), with its final id."""
-    own_id, title, abstract, year, subjects, authors, sources, (arxiv, doi, url) = json.loads(doc)
-    return Paper(
-        paper_id or own_id,
-        title,
-        abstract,
-        year,
-        subjects,
-        authors,
-        [SourceLocation(path, line) for path, line in sources],
-        Identifiers(arxiv, doi, url),
-    )
-
-
-def journal_entries_of(path: Path) -> int:
-    """The journal changes a kept collection file includes (0 for one kept before the journal)."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        found = db.execute("SELECT entries FROM journal_state").fetchone()
-    except sqlite3.OperationalError:  # no such table: a file written before the journal
-        return 0
-    finally:
-        db.close()
-    return int(found[0]) if found else 0

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from searchsvc.core.catalogue import JournalEntry
 from searchsvc.core.paper import Paper, paper_id_for_title
 from searchsvc.core.text import normalise_title
-from searchsvc.ingest import journal
 from searchsvc.ingest.collection import Collection, Group, MergeStore
 
 
@@ -32,7 +32,7 @@ def merge_records(
     records: Iterable[Paper],
     warn: Callable[[str], None],
     scratch: Path | None = None,
-    changes: Iterable[journal.Change] = (),
+    changes: Iterable[JournalEntry] = (),
     replayed: Replayed | None = None,
 ) -> Collection:
     """Merge records that share an identifier, on disk in a folder made in `scratch` (None: the
@@ -50,7 +50,7 @@ def merge_records(
         raise
 
 
-def _replay(store: MergeStore, changes: Iterable[journal.Change], tally: Replayed) -> Iterator[Paper]:
+def _replay(store: MergeStore, changes: Iterable[JournalEntry], tally: Replayed) -> Iterator[Paper]:
     """Each change's records, then its removals, made as `merge_into` asks for the next record."""
     for change in changes:
         tally.changes += 1

@@ -7,30 +7,22 @@ longer than its 30 s timeout. So a write publishes its change at once, answers
 the published index lacks with the rebuild's own encoder processes. Searches rank by meaning
 again as soon as it finishes. No write ever waits for it or does its work.
 
-One such process embeds at a time (a lock beside the vector store). A write that publishes
-while one runs starts another, which finds the lock taken and leaves: the running one looks at
-the published generation again after releasing the lock, and goes on if it changed. Either
-the newcomer's attempt comes after the release (it takes the lock) or its publish came before
-the release (the running one sees it), so no published change is left unembedded.
+One such process embeds at a time (a lock beside the vector store, `host.alone_until_unchanged`):
+a write that publishes while one runs starts another, which leaves, and the running one goes on
+while the published generation changes.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import pickle
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.progress import ProgressFactory, no_progress
+from searchsvc.host import alone_until_unchanged, start_detached
 from searchsvc.settings import Settings
 
 LOCK_FILE = ".embedding.lock"
@@ -38,51 +30,16 @@ log = logging.getLogger(__name__)
 
 
 def start(settings: Settings) -> None:
-    """Start embedding the published index's new papers in a process of its own; return at once.
-
-    The settings go to it whole through its standard input (secrets included, so never on its
-    command line); its log lines go to this process's standard error, the server's log."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", __name__],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        close_fds=True,
-    )
-    assert process.stdin is not None
-    with process.stdin:
-        process.stdin.write(pickle.dumps(settings))
-    # Reaped when it ends (a green thread in a gevent worker), so no zombie is left behind.
-    threading.Thread(target=process.wait, name="searchsvc-embedding-reaper", daemon=True).start()
+    """Start embedding the published index's new papers in a process of its own; return at once."""
+    start_detached(__name__, pickle.dumps(settings))
 
 
 def embed_pending(backend: Backend, progress: ProgressFactory = no_progress) -> int | None:
     """Embed every published paper that has no vector yet, until the published generation stays
     the same; return how many were embedded, or None if another process was already at it."""
-    embedded: int | None = None
-    while True:
-        with _alone(backend.settings.vector_store_dir / LOCK_FILE) as alone:
-            if not alone:
-                return embedded
-            seen = backend.published()
-            embedded = (embedded or 0) + backend.embed(progress)
-        if backend.published() == seen:
-            return embedded
-
-
-@contextmanager
-def _alone(path: Path) -> Iterator[bool]:
-    """Whether this process holds the lock at `path` (without waiting for it), for the block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
+    lock = backend.settings.vector_store_dir / LOCK_FILE
+    passes = alone_until_unchanged(lock, backend.published, lambda: backend.embed(progress))
+    return None if passes is None else sum(passes)
 
 
 def main() -> int:

@@ -1,25 +1,25 @@
-"""The changes made since the sources, as the journal keeps them (`ingest.journal`): listed,
-counted, and exported as a source file, so that they can be moved into the sources."""
+"""The changes made since the sources, as the engine's journal keeps them (`Backend.journal`):
+listed, counted, and exported as a source file, so that they can be moved into the sources."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from searchsvc.backends import Backend
+from searchsvc.core.catalogue import JournalEntry
 from searchsvc.core.export import EXPORT_FORMATS
-from searchsvc.ingest.journal import Change, Journal
 from searchsvc.operations.published import published_changes
 
 
-def kept(backend: Backend) -> list[Change]:
+def kept(backend: Backend) -> list[JournalEntry]:
     """The changes every rebuild replays, oldest first: those published (a change whose process
-    died before publishing is no change, though its line may still be in the file)."""
-    journal = Journal(backend.settings.index_dir)
+    died before publishing is no change, though its entry may still be in the journal)."""
+    journal = backend.journal()
     return list(journal.changes(published_changes(backend, journal)))
 
 
 def count(backend: Backend) -> int:
-    journal = Journal(backend.settings.index_dir)
+    journal = backend.journal()
     return min(len(journal), published_changes(backend, journal))
 
 

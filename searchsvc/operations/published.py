@@ -1,4 +1,5 @@
-"""The published generation's collection file: the merge state the next update starts from.
+"""What the published generation was made from: its collection file, the merge state the next
+update starts from, and how many of the journal's changes it includes.
 
 Every rebuild and update keeps its collection (`ingest.collection`) beside the index as
 `collections/<generation>.sqlite`, moved into place by the engine's hook just before it
@@ -10,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from searchsvc.backends import Backend
-from searchsvc.ingest.collection import Collection, journal_entries_of
-from searchsvc.ingest.journal import Journal
+from searchsvc.backends import Backend, Journal
+from searchsvc.ingest.collection import Collection
 
 COLLECTIONS = "collections"
 
@@ -33,12 +33,10 @@ def prune_collections(backend: Backend, published: str) -> None:
             path.unlink(missing_ok=True)
 
 
-def published_changes(backend: Backend, changes: Journal) -> int:
-    """How many of the journal's changes the published generation includes; a line past them is a
-    change that died before it was published. Without a published collection to tell (none yet,
-    or one kept before the journal), every change counts: a change is never dropped on a guess."""
-    published = backend.published()
-    path = None if published is None else collection_file(backend, published)
-    if path is None or not path.is_file():
-        return len(changes)
-    return journal_entries_of(path)
+def published_changes(backend: Backend, journal: Journal) -> int:
+    """How many of the journal's changes the published generation includes; an entry past them is
+    a change that died before it was published. Where the engine kept no count (nothing published
+    yet, or a generation published before it kept one), every change counts: a change is never
+    dropped on a guess."""
+    published = backend.published_entries()
+    return len(journal) if published is None else published

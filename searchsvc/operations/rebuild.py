@@ -11,7 +11,6 @@ from pathlib import Path
 from searchsvc.backends import Backend
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
-from searchsvc.ingest import journal
 from searchsvc.ingest.merging import Replayed, merge_records
 from searchsvc.ingest.sources import discover, read_records
 from searchsvc.operations.published import keep_collection, prune_collections, published_changes
@@ -64,7 +63,7 @@ def rebuild(
     """Read every source, merge, and publish a new generation; all or nothing. Then embed
     the papers that have no vector yet, for ranking by meaning.
 
-    The changes written since (`searchsvc add`/`remove`, the write API: `ingest.journal`) are
+    The changes written since (`searchsvc add`/`remove`, the write API: `Backend.journal`) are
     replayed after the sources, unless `discard_changes`, which drops them once the new
     generation is published. Any error (a malformed source, a failed build or check)
     propagates before anything is published, so the previous index keeps serving. An error while embedding comes after
@@ -80,7 +79,7 @@ def rebuild(
     replayed = Replayed()
     with backend.exclusive_rebuild():
         files = discover(sources)
-        changes = journal.Journal(backend.settings.index_dir)
+        changes = backend.journal()
         published = published_changes(backend, changes)
         by_format: Counter[str] = Counter()
         with progress("reading", None) as advance:

@@ -21,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.backends import Backend
-from searchsvc.core.catalogue import Change
+from searchsvc.core.catalogue import Change, JournalEntry
 from searchsvc.core.errors import IndexUnavailable, SearchsvcError
 from searchsvc.core.paper import Paper, SourceLocation
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
-from searchsvc.ingest import journal
 from searchsvc.ingest.collection import MergeStore
 from searchsvc.ingest.merging import merge_into
 from searchsvc.ingest.sources import discover, read_records
-from searchsvc.operations.published import collection_file, keep_collection, prune_collections
+from searchsvc.operations.published import collection_file, keep_collection, prune_collections, published_changes
 
 
 @dataclass
@@ -103,7 +102,7 @@ def add(
 
     by = origin or f"searchsvc add {' '.join(map(str, sources))}"
     provenance = {"added_from": origin or [str(s) for s in sources]}
-    return _update(backend, merge, report, progress, provenance, embed, lambda: journal.Change(_now(), by, read))
+    return _update(backend, merge, report, progress, provenance, embed, lambda: JournalEntry(_now(), by, read))
 
 
 def remove(
@@ -123,8 +122,8 @@ def remove(
         report.missing = [paper_id for paper_id in dict.fromkeys(ids) if not store.remove(paper_id)]
         return store.records_before
 
-    def change() -> journal.Change:
-        return journal.Change(_now(), origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
+    def change() -> JournalEntry:
+        return JournalEntry(_now(), origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
 
     return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, change)
 
@@ -136,7 +135,7 @@ def _update(
     progress: ProgressFactory,
     provenance: dict[str, Any],
     embed: bool,
-    asked: Callable[[], journal.Change],
+    asked: Callable[[], JournalEntry],
 ) -> ChangeReport:
     """Merge, publish what changed and journal it (`asked`: the change as the journal keeps it)."""
     started = time.monotonic()
@@ -147,25 +146,26 @@ def _update(
         path = collection_file(backend, published)
         if not path.is_file():
             raise IndexUnavailable(
-                f"index generation {published} has no collection file to update (it was built by an older "
-                "version of searchsvc): run `searchsvc rebuild` once"
+                f"index generation {published} has no collection file to update here (it was built on another "
+                "machine, or by an older version of searchsvc): run `searchsvc rebuild` once"
             )
+        journal = backend.journal()
+        before = published_changes(backend, journal)
+        journal.keep_first(before)  # a change journaled but never published is dropped
         store = MergeStore(backend.settings.index_dir, published=path)
-        changes = journal.Journal(backend.settings.index_dir)
         try:
-            changes.keep_first(store.journal_before)  # a change journaled but never published is dropped
             with store.failures_explained():
                 records = merge(store)
                 change = _classify(store, report)
                 changed = bool(change.deleted or change.added)
-                collection = store.finish(records, store.journal_before + changed)
+                collection = store.finish(records, before + changed)
         except BaseException:
             store.discard()
             raise
         report.generation = published
         with collection:
             if changed:
-                changes.append(asked())  # on disk before the change is published
+                journal.append(asked())  # durable before the change is published
                 with progress("indexing", len(change.added)) as advance:
                     report.generation = backend.apply(
                         collection, change, advance, provenance, keep_collection(backend, collection)

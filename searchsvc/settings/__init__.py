@@ -157,9 +157,10 @@ class Settings:
     )
     opensearch_merge_wait_s: int = _setting(
         60,
-        "after an add or remove, how long to wait for the cluster to merge away the old copies of the papers "
-        "it replaced: its word statistics count them until then, so scores differ a little from a rebuild's "
-        "(the cluster keeps copies written in its last ~30 s for its replicas; docs/scaling.md); 0: do not wait",
+        "after an add or remove, how long a process of its own keeps asking the cluster to merge away the old "
+        "copies of the papers it rewrote (the write answers before): word statistics count them until then, so "
+        "scores differ a little from a rebuild's (the cluster keeps copies written in its last ~30 s for its "
+        "replicas; docs/scaling.md); 0: no merge, the copies stay until a later change's merge",
         Integer(0, 600),
     )
     metrics: bool = _setting(

@@ -1,14 +1,18 @@
 """What users write is data (issue #30): a change made by `add`/`remove` or the write API outlives
-every rebuild until someone discards it on purpose, on each engine."""
+every rebuild until someone discards it on purpose, on each engine, through the engine's journal
+(`Backend.journal`: a file beside a Whoosh index, an index in the OpenSearch cluster)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from searchsvc import create_app
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.model import SearchRequest
-from searchsvc.ingest.journal import Journal
 from searchsvc.operations import changes, update
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.operations.search import search
@@ -81,16 +85,50 @@ def test_changes_through_the_write_api_are_replayed_and_listed(factory: BackendF
 
 def test_a_change_journaled_but_never_published_is_no_change(factory: BackendFactory, tmp_path: Path) -> None:
     """A process killed between journaling a change and publishing it: neither a rebuild nor the
-    list sees it, and the next change cuts it off (a line cut short by the kill too)."""
+    list sees it, and the next change or rebuild cuts it off."""
     backend = open_backend(factory.settings(semantic_ranking=False))
     rebuild(backend, [SEEDS])
-    journal = Journal(backend.settings.index_dir)
     update.add(backend, [write_jsonl(tmp_path / "new.jsonl", made_up_papers("zebra", 1))])
-    published = journal.path.read_bytes()
-    # Past what the published collection includes: a whole change (an okapi added), then a torn line.
-    journal.path.write_bytes(published + published.replace(b"zebra", b"okapi") + b'{"at": "torn')
-    assert changes.count(backend) == 1 and [c.added[0].id for c in changes.kept(backend)] == ["zebra-00"]
+    journal = backend.journal()
+    (published,) = journal.changes()
+    okapi = dataclasses.replace(published.added[0], id="okapi-00", title="The okapi lattice")
+    unpublished = dataclasses.replace(published, added=[okapi])
+
+    journal.append(unpublished)  # and then the process died
+    assert len(journal) == 2 and changes.count(backend) == 1
+    assert [c.added[0].id for c in changes.kept(backend)] == ["zebra-00"]
     assert rebuild(backend, [SEEDS]).replayed.changes == 1 and ids(backend, "okapi") == set()
-    assert journal.path.read_bytes() == published
+    assert [c.added[0].id for c in journal.changes()] == ["zebra-00"]
+    journal.append(unpublished)  # again
     update.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 1))])
-    assert len(journal) == 2 and changes.count(backend) == 2
+    assert [c.added[0].id for c in journal.changes()] == ["zebra-00", "numbat-00"] and changes.count(backend) == 2
+    assert ids(backend, "okapi") == set()
+
+
+@pytest.fixture
+def opensearch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackendFactory]:
+    made = BackendFactory("opensearch", request, tmp_path_factory)
+    yield made
+    made.close()
+
+
+def test_on_opensearch_the_journal_is_the_cluster_s_for_every_machine(
+    opensearch: BackendFactory, tmp_path: Path
+) -> None:
+    """Every web node and a deploy's release phase see one journal: another index folder on the
+    same alias lists the changes this one wrote, and a rebuild from there replays them."""
+    settings = opensearch.overrides(semantic_ranking=False)
+    here = open_backend(load_settings(settings, environ={}))
+    rebuild(here, [SEEDS])
+    newest = search(here, SearchRequest(sort="newest", per_page=1)).hits[0].id
+    update.add(here, [write_jsonl(tmp_path / "new.jsonl", made_up_papers("zebra", 1))])
+    update.remove(here, [newest])
+    elsewhere = {**settings, "index_dir": tmp_path / "another-machine"}
+    there = open_backend(load_settings(elsewhere, environ={}))
+
+    listed = [([p.id for p in change.added], change.removed) for change in changes.kept(there)]
+    assert listed == [(["zebra-00"], []), ([], [newest])]
+    assert create_app(elsewhere).test_client().get("/readyz").get_json()["changes"] == 2
+    report = rebuild(there, [SEEDS])
+    assert report.replayed.changes == 2 and ids(there, "zebra") == {"zebra-00"} and newest not in ids(there)
+    assert changes.count(here) == 2 and not list(here.settings.index_dir.glob("changes*"))

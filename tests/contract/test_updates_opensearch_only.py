@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -24,7 +25,8 @@ import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from searchsvc.backends.opensearch import OpenSearchBackend, vectors
+from searchsvc import create_app
+from searchsvc.backends.opensearch import OpenSearchBackend, merging, vectors
 from searchsvc.backends.opensearch import backend as opensearch_backend
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR
 from searchsvc.backends.opensearch.updates import CHANGES, PENDING
@@ -38,9 +40,10 @@ from searchsvc.operations.search import search
 from searchsvc.semantic.selection import rebuild_encoder
 from searchsvc.semantic.store import content_key, load, lookup, paper_text
 from searchsvc.settings import load_settings
-from tests.helpers.backends import BackendFactory
+from searchsvc.settings.write_tokens import entry_for, new_token
+from tests.helpers.backends import BackendFactory, merged
 from tests.helpers.paths import REPO
-from tests.helpers.records import made_up_papers, write_jsonl
+from tests.helpers.records import jsonl, made_up_papers, write_jsonl
 
 WORDS = (
     "lattice quokka migration wombat spectral graph neural kernel sparse entropy bayesian tensor "
@@ -154,8 +157,8 @@ def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta
     factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
 ) -> None:
     """test_updates.py's check with what only OpenSearch does: `embed` rewrites each update's new
-    papers with their vectors, leaving deleted copies that the last update's merge must drop;
-    each update is published as `<index>.<n>` in `_meta`."""
+    papers with their vectors, leaving deleted copies that the last update's merge must drop (after
+    the answer); each update is published as `<index>.<n>` in `_meta`."""
     records = Records(seed=18)
     base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(300)])
     vectors = str(tmp_path / "vectors")
@@ -166,7 +169,7 @@ def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta
     files, replaced = [], []
     for number in range(UPDATES):
         files.append(write_jsonl(tmp_path / f"update-{number:02d}.jsonl", records.batch(removed)))
-        if number == UPDATES - 1:  # the last update waits for the merge that makes scores a rebuild's
+        if number == UPDATES - 1:  # the last update starts the merge that makes scores a rebuild's
             backend = OpenSearchBackend(load_settings({**settings, "opensearch_merge_wait_s": 60}, environ={}))
         report = update.add(backend, [files[-1]])
         assert len(report.added) >= 4
@@ -178,6 +181,7 @@ def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta
             assert update.remove(backend, gone).removed == gone
     kept = [r for r in map(json.loads, base.read_text().splitlines()) if r["id"] not in removed]
     fresh = rebuilt(factory, [write_jsonl(tmp_path / "base-kept.jsonl", kept), *files], vectors)
+    merged(backend)
 
     assert len(replaced) > 20
     assert_same_answers(backend, fresh)
@@ -197,6 +201,7 @@ from pathlib import Path
 from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.operations import update
 from searchsvc.settings import load_settings
+from searchsvc.settings.write_tokens import entry_for, new_token
 
 def load_half_then_die(self, name, papers, progress):
     papers = list(papers)
@@ -220,6 +225,7 @@ def test_a_killed_update_leaves_the_published_papers_serving_and_the_next_one_re
     rebuild(backend, [base])
     first = write_jsonl(tmp_path / "first.jsonl", records.batch(set()))
     update.add(backend, [first])
+    merged(backend)  # and a merge running on beside the killed add must not show its papers either
     before, label = answers(backend), backend.published()
     batches = records.batch(set()) + records.batch(set())
     killed = write_jsonl(tmp_path / "killed.jsonl", batches)
@@ -251,6 +257,7 @@ def test_a_killed_update_leaves_the_published_papers_serving_and_the_next_one_re
     assert PENDING not in meta(cluster, backend)
     with pytest.raises(PaperNotFound):
         backend.paper(new_id)
+    merged(backend)
     assert_same_answers(backend, rebuilt(factory, [base, first, after], vectors))
 
 
@@ -278,6 +285,7 @@ def test_an_update_the_cluster_refuses_half_way_changes_nothing_searches_see(
     assert backend.published() == label
     assert answers(backend) == before
     update.add(backend, [refused])  # run again
+    merged(backend)
     assert_same_answers(backend, rebuilt(factory, [base, refused], vectors))
 
 
@@ -304,7 +312,8 @@ def test_a_paper_replaced_while_the_index_is_embedded_never_gets_the_old_text_s_
             yield encode_chunks
 
     store = backend.vector_store
-    assert vectors.embed_index(backend.client, backend.generations, store, writing_meanwhile, no_progress) == 4
+    embedded = vectors.embed_index(backend.client, backend.generations, store, writing_meanwhile, no_progress)
+    assert embedded == (4, 3)  # 4 texts embedded, 3 papers rewritten: not the one the write replaced
     assert writes[0].replaced == ["wombat-00"]
     assert backend.searches.count(vectors.MISSING) == 1  # the new version: no vector yet, not the old one's
     assert backend.status()["semantic_ranking"] == "pending"
@@ -314,3 +323,74 @@ def test_a_paper_replaced_while_the_index_is_embedded_never_gets_the_old_text_s_
     row, found = lookup(stored, np.array([content_key(paper_text(first["title"], first["abstract"]))]))
     assert found[0] and np.array_equal(vectors.decoded(source[VECTOR]), stored.vectors[row[0]])
     assert backend.status()["semantic_ranking"] == "on"
+
+
+def test_a_write_answers_once_searchable_and_its_merge_follows_in_the_background(
+    factory: BackendFactory, tmp_path: Path
+) -> None:
+    """Issue #30, item 5: a write answers at its refresh, so the first search after the answer
+    finds its paper; the old copies of the papers it replaced are merged away after the answer,
+    by a process of its own, and then every score is a fresh load's."""
+    records = Records(seed=30)
+    base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(200)])
+    token = new_token()
+    overrides = factory.overrides(semantic_ranking=False, write_token_hashes=[entry_for("curator", token)])
+    backend = OpenSearchBackend(load_settings(overrides, environ={}))
+    rebuild(backend, [base])
+    written = [*made_up_papers("zebra", 1), *records.batch(set())]  # a new paper; others replacing older ones
+    client = create_app(overrides).test_client()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"}
+
+    answer = client.post("/api/papers", data=jsonl(written), headers=headers)
+    found = client.get("/api/search", query_string={"q": "zebra"})
+
+    assert answer.status_code == 200 and answer.get_json()["replaced"]
+    assert [hit["id"] for hit in found.get_json()["results"]] == ["zebra-00"]
+    merged(backend)
+    fresh = OpenSearchBackend(factory.settings(semantic_ranking=False))
+    rebuild(fresh, [base, write_jsonl(tmp_path / "written.jsonl", written)])
+    assert_same_answers(backend, fresh)
+
+
+def test_a_merge_killed_or_outlived_by_its_index_breaks_no_write_and_no_rebuild(
+    factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
+) -> None:
+    records = Records(seed=31)
+    base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(200)])
+    quiet = factory.overrides(semantic_ranking=False, opensearch_merge_wait_s=0)  # merges started here only
+    backend = OpenSearchBackend(load_settings(quiet, environ={}))
+    merges = load_settings({**quiet, "opensearch_merge_wait_s": 60}, environ={})
+    rebuild(backend, [base])
+    files = [write_jsonl(tmp_path / f"update-{n}.jsonl", records.batch(set())) for n in range(3)]  # read after base
+
+    def merging_now() -> subprocess.Popen[bytes]:
+        """A merge process, once it is at work (it has flushed the index)."""
+        index = backend.generations.serving()
+
+        def flushes() -> int:
+            return int(cluster.indices.stats(index=index, metric="flush")["_all"]["total"]["flush"]["total"])
+
+        before = flushes()
+        process = merging.start(merges)
+        assert process is not None
+        while flushes() == before:
+            assert process.returncode is None, "the merge process ended before it flushed"  # reaped by start's thread
+            time.sleep(0.05)
+        return process
+
+    update.add(backend, [files[0]])
+    killed = merging_now()
+    killed.kill()
+    assert killed.wait() == -signal.SIGKILL
+    assert update.add(backend, [files[1]]).replaced  # and searches answer, at once
+    assert merging.start(merges) is not None
+    merged(backend)
+    fresh = OpenSearchBackend(factory.settings(semantic_ranking=False))
+    rebuild(fresh, [base, *files[:2]])
+    assert_same_answers(backend, fresh)
+
+    update.add(backend, [files[2]])
+    outlived = merging_now()
+    report = rebuild(backend, [base, *files])  # deletes the index it merges
+    assert outlived.wait(timeout=300) == 0
+    assert backend.published() == report.generation and cluster.indices.exists(index=report.generation)

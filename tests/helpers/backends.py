@@ -7,6 +7,7 @@ or an OpenSearch index behind its own alias on the session's 2-node test cluster
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from flask import Flask
 from opensearchpy import OpenSearch
 
 from searchsvc import create_app
-from searchsvc.backends import open_backend
+from searchsvc.backends import Backend, open_backend
+from searchsvc.backends.opensearch import OpenSearchBackend, merging
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.settings import Settings, load_settings
 from tests.helpers.records import write_jsonl
@@ -24,6 +26,7 @@ from tests.helpers.records import write_jsonl
 BACKENDS = ("whoosh", "opensearch")
 Build = Callable[[list[dict]], Flask]  # records in, an app serving them out (tests/contract/conftest.py)
 _ALIAS_PREFIX = "test-"
+_MERGE_TIMEOUT = 240.0  # seconds: the cluster keeps copies ~30 s, and a loaded machine merges slowly
 _serial = itertools.count()
 
 
@@ -71,3 +74,20 @@ class BackendFactory:
             client = OpenSearch(hosts=self.urls)
             client.indices.delete(index=f"{_ALIAS_PREFIX}*", ignore_unavailable=True)
             client.close()
+
+
+def merged(backend: Backend) -> None:
+    """Wait until the cluster has merged away the deleted copies the backend's updates left (a
+    process of their own does, after the answer: backends/opensearch/merging.py), polling the index's
+    deleted-document count; then scores are a fresh load's. Whoosh leaves no deleted copies.
+
+    The refresh at the end is the one the index makes on its own within a second (or at the next
+    search of a shard idle for searches): a comparison right after must not race it."""
+    if not isinstance(backend, OpenSearchBackend):
+        return
+    index = backend.generations.serving()
+    deadline = time.monotonic() + _MERGE_TIMEOUT
+    while left := merging.deleted(backend.client, index):
+        assert time.monotonic() < deadline, f"{left} deleted copies still in {index} after {_MERGE_TIMEOUT:.0f} s"
+        time.sleep(0.5)
+    backend.client.indices.refresh(index=index)

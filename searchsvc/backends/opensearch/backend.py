@@ -19,19 +19,20 @@ import numpy as np
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
-from searchsvc.backends.opensearch import search_bodies, spelling, updates, vectors
+from searchsvc.backends.opensearch import merging, search_bodies, spelling, updates, vectors
 from searchsvc.backends.opensearch.answer import OpenSearchAnswer, ask_word_statistics, word_rescorer
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.candidates import TierCandidates, catalogue_ranks
-from searchsvc.backends.opensearch.cluster import cluster_errors, connect
+from searchsvc.backends.opensearch.cluster import cluster_errors, connect, where
 from searchsvc.backends.opensearch.facets import lookup_values
 from searchsvc.backends.opensearch.generations import Generations
 from searchsvc.backends.opensearch.hits import hit
+from searchsvc.backends.opensearch.journal import IndexJournal
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, page
 from searchsvc.backends.opensearch.suggesting import suggestions
-from searchsvc.backends.ports import Purpose
+from searchsvc.backends.ports import JOURNAL_ENTRIES, Purpose
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, RebuildFailed
@@ -56,13 +57,9 @@ class OpenSearchBackend:
         self.settings = settings
         self.alias = settings.opensearch_index
         self.client = client or connect(settings)
-        where = ", ".join(settings.opensearch_url)
-        self._where = where
-        self.generations = Generations(self.client, self.alias, where)
-        self.searches = AliasSearches(self.client, self.alias, where, check=self.generations.check_serving)
-        # A rebuild's `embed` does not wait for merges (its new index has few rewritten papers); after
-        # an update, here or in another process (a write's background embedding), it does.
-        self._just_built = False
+        self._where = where(settings)
+        self.generations = Generations(self.client, self.alias, self._where)
+        self.searches = AliasSearches(self.client, self.alias, self._where, check=self.generations.check_serving)
 
     @property
     def vector_store(self) -> Path:
@@ -95,6 +92,7 @@ class OpenSearchBackend:
             "doc_count": len(collection),
             "records": collection.records,
             "merged": collection.merged,
+            JOURNAL_ENTRIES: collection.journal_entries,  # published with it by the alias move
         }
         with cluster_errors(self._where):
             self.client.indices.create(index=name, body=index_body(self.settings.opensearch_shards, meta))
@@ -110,7 +108,6 @@ class OpenSearchBackend:
                 self.client.indices.delete(index=name, ignore_unavailable=True)
                 raise
             self.generations.prune(keep=name)
-        self._just_built = True
         return name
 
     def apply(
@@ -123,9 +120,11 @@ class OpenSearchBackend:
     ) -> str:
         """Make `change` in the published index through the alias; return its new label.
 
-        Searches see the change at one refresh. An update that dies half-way leaves the ids it
-        was writing in `_meta`, and the next one writes them again (updates.py); the label is
-        published by the same `_meta` write that removes them, after `ready` kept the collection.
+        Searches see the change at one refresh, and this returns then: the old copies of the
+        papers it rewrote are merged away after, by a process of its own (merging.py). An update
+        that dies half-way leaves the ids it was writing in `_meta`, and the next one writes them
+        again (updates.py); the label is published by the same `_meta` write that removes them,
+        after `ready` kept the collection.
         """
         with cluster_errors(self._where):
             index, mapping = self.generations.serving_mapping()
@@ -136,10 +135,9 @@ class OpenSearchBackend:
             self._refresh_checked(index, len(collection))
             self._put_meta(index, published)
             self.client.indices.put_settings(index=index, body=updates.RESUMED)
-            self._just_built = False
-            # Embedding the new papers rewrites them: then the merge waits after that, once.
+            # Embedding the new papers rewrites them: then the merge starts after that, once.
             if not (self.settings.semantic_ranking and self.searches.count(vectors.MISSING)):
-                self.generations.settle(index, self.settings.opensearch_merge_wait_s)
+                merging.start(self.settings)
         return updates.label(index, published)
 
     def _write_held(
@@ -166,12 +164,27 @@ class OpenSearchBackend:
 
     def published(self) -> str | None:
         """The alias's index, labelled with its number of updates (one request)."""
+        found = self._published_meta()
+        return None if found is None else updates.label(*found)
+
+    def journal(self) -> IndexJournal:
+        """The journal in the cluster, beside the alias: the same for every process that serves it."""
+        return IndexJournal(self.client, self.alias, self._where, self.settings.opensearch_replicas)
+
+    def published_entries(self) -> int | None:
+        """The journal entries the published index's `_meta` says it includes (one request)."""
+        found = self._published_meta()
+        entries = None if found is None else found[1].get(JOURNAL_ENTRIES)
+        return None if entries is None else int(entries)
+
+    def _published_meta(self) -> tuple[str, dict[str, Any]] | None:
+        """The alias's index and its `_meta`, without checking its mapping version (None: no alias)."""
         with cluster_errors(self._where):
             found = self.client.indices.get_mapping(index=self.alias, ignore=404)
         if found.get("status") == 404:
             return None
         index = sorted(found)[0]
-        return updates.label(index, found[index]["mappings"].get("_meta", {}))
+        return index, found[index]["mappings"].get("_meta", {})
 
     def _put_meta(self, index: str, meta: dict[str, Any]) -> None:
         """Replace the index's `_meta` (the cluster keeps no part of the old one)."""
@@ -189,20 +202,18 @@ class OpenSearchBackend:
         """Embed the published papers whose text is new and give each its vector; return how many.
 
         Runs after publishing, so a rebuild's new papers are searchable at once, and ranked by
-        meaning too once this finishes.
+        meaning too once this finishes; the copies it rewrote are merged away after (merging.py).
         """
         if not self.settings.semantic_ranking:
             return 0
-        wait = 0 if self._just_built else self.settings.opensearch_merge_wait_s
         with cluster_errors(self._where):
-            return vectors.embed_index(
-                self.client,
-                self.generations,
-                self.vector_store,
-                partial(rebuild_encoder, self.settings),
-                progress,
-                settle_seconds=wait,
+            encoder = partial(rebuild_encoder, self.settings)
+            embedded, rewritten = vectors.embed_index(
+                self.client, self.generations, self.vector_store, encoder, progress
             )
+        if rewritten:
+            merging.start(self.settings)
+        return embedded
 
     # Reading --------------------------------------------------------------------
 

@@ -50,6 +50,11 @@ def connect(settings: Settings) -> OpenSearch:
     )
 
 
+def where(settings: Settings) -> str:
+    """The cluster as messages name it: its nodes' addresses."""
+    return ", ".join(settings.opensearch_url)
+
+
 @contextmanager
 def cluster_errors(where: str) -> Iterator[None]:
     """Translate the client's exceptions; `where` names the cluster in messages."""

@@ -26,8 +26,6 @@ from searchsvc.host import running
 
 BULK_CHUNK = 500
 _REPLICAS_WAIT = 120  # seconds, for the new index's replicas before the alias moves to it
-_MERGE_WAIT = 600  # seconds for the merge that drops the deleted copies of rewritten papers
-_SETTLE_PAUSE = 2.0  # seconds between merges while the cluster still keeps deleted copies
 # How long a search trusts the last check that the published index is one this version reads.
 # An index of another version is published only by another version's rebuild, so this is rare.
 SERVING_CHECK_SECONDS = 10.0
@@ -143,28 +141,6 @@ class Generations:
         actions: list[dict[str, Any]] = [{"add": {"index": name, "alias": self.alias}}]
         actions += [{"remove": {"index": old, "alias": self.alias}} for old in self.aliased()]
         self.client.indices.update_aliases(body={"actions": actions})
-
-    def settle(self, name: str, seconds: float) -> bool:
-        """Merge away the deleted copies that rewriting papers left, waiting up to `seconds` for the
-        ones the cluster still keeps; return whether none is left.
-
-        Lucene counts deleted copies in word statistics until a merge drops them, so scores differ
-        from a fresh load's until then. The cluster keeps the copies written since its last
-        retention-lease sync (every ~30 s) for its replicas' recoveries, and no request hastens that.
-        """
-        deadline = time.monotonic() + seconds
-        while True:
-            self.client.indices.flush(index=name)  # the copies below the last commit are not kept
-            self.client.indices.forcemerge(
-                index=name, params={"only_expunge_deletes": "true"}, request_timeout=_MERGE_WAIT
-            )
-            self.client.indices.refresh(index=name)
-            stats = self.client.indices.stats(index=name, metric="docs")
-            if not stats["_all"]["total"]["docs"]["deleted"]:
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(_SETTLE_PAUSE)
 
     def aliased(self) -> list[str]:
         """The indices the alias points at (none before the first rebuild)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from searchsvc.backends.opensearch.mapping import EXPUNGE_EVERY_DELETE
 from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.backends.ports import JOURNAL_ENTRIES
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.paper import Paper
 
@@ -55,7 +56,8 @@ def deletions(index: str, ids: list[str]) -> list[Dsl]:
 
 
 def published_meta(meta: dict[str, Any], collection: Catalogue, provenance: dict[str, Any]) -> dict[str, Any]:
-    """The `_meta` that publishes an update: one more change, no pending ids, the new counts."""
+    """The `_meta` that publishes an update: one more change, no pending ids, the new counts (the
+    journal's entries included)."""
     kept = {key: value for key, value in meta.items() if key != PENDING}
     return {
         **kept,
@@ -65,4 +67,5 @@ def published_meta(meta: dict[str, Any], collection: Catalogue, provenance: dict
         "doc_count": len(collection),
         "records": collection.records,
         "merged": collection.merged,
+        JOURNAL_ENTRIES: collection.journal_entries,  # the change's entry, published with it
     }

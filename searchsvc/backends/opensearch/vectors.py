@@ -76,11 +76,10 @@ def embed_index(
     store: Path,
     encoder: RebuildEncoder,
     progress: ProgressFactory,
-    settle_seconds: float = 0,
-) -> int:
+) -> tuple[int, int]:
     """Embed the published index's papers whose text the store lacks, give every paper that
-    has no vector yet its vector, and refresh; return how many papers were embedded. The
-    rewritten papers' old copies are merged away, waiting up to `settle_seconds` for them.
+    has no vector yet its vector, and refresh; return how many papers were embedded, and how
+    many were rewritten with their vectors (each leaves a deleted copy for merging.py).
 
     Safe beside an update publishing (a write through the API does not wait for its papers'
     embedding): a vector is written only into the very version of the paper it was read from."""
@@ -96,12 +95,10 @@ def embed_index(
         return paper_text(source["title"], source.get("abstract") or "")
 
     embedded = embed_new(store, keys, text, encoder, progress)
-    if lacking:
-        _write(client, _updates(index, store, lacking.values()))
-        # An update rewrites its document, and the old copy counts in word statistics until its
-        # segment merges: scores would drift from a fresh load's (and from Whoosh's) until then.
-        generations.settle(index, settle_seconds)
-    return embedded
+    written = _write(client, _updates(index, store, lacking.values())) if lacking else 0
+    if written:
+        client.indices.refresh(index=index)
+    return embedded, written
 
 
 def _catalogue(client: OpenSearch, index: str) -> list[tuple[str, str]]:
@@ -130,15 +127,18 @@ def _updates(index: str, store: Path, hits: Iterable[dict[str, Any]]) -> Iterato
             }
 
 
-def _write(client: OpenSearch, updates: Iterable[Dsl]) -> None:
-    """Send the updates. One whose paper an update replaced (409) or removed (404) meanwhile is
-    no failure: that update's own embedding gives the new version its vector."""
+def _write(client: OpenSearch, updates: Iterable[Dsl]) -> int:
+    """Send the updates; return how many were made. One whose paper an update replaced (409) or
+    removed (404) meanwhile is no failure: that update's own embedding gives the new version its vector."""
+    written = 0
     for ok, item in streaming_bulk(client, updates, chunk_size=BULK_CHUNK, raise_on_error=False):
         failed = item.get("update", {})
         if not ok and failed.get("status") not in (404, 409):
             raise RebuildFailed(
                 f"the cluster refused the vector of paper {failed.get('_id')!r}: {failure_reason(failed.get('error'))}"
             )
+        written += ok
+    return written
 
 
 def _scanned(client: OpenSearch, index: str, query: Dsl | None, fields: list[str]) -> Iterator[dict[str, Any]]:

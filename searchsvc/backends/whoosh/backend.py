@@ -15,7 +15,7 @@ from whoosh import query
 
 from searchsvc.backends.analysis import SEARCH_FIELDS
 from searchsvc.backends.bm25f import FIELD_WEIGHTS
-from searchsvc.backends.ports import Purpose
+from searchsvc.backends.ports import JOURNAL_ENTRIES, Purpose
 from searchsvc.backends.whoosh import segment_arrays
 from searchsvc.backends.whoosh.answer import WhooshAnswer, match
 from searchsvc.backends.whoosh.deadline_collectors import top_scored
@@ -24,6 +24,7 @@ from searchsvc.backends.whoosh.generation_vectors import embed_generation, write
 from searchsvc.backends.whoosh.generations import FILES, GenerationStore
 from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
 from searchsvc.backends.whoosh.indexing import write_index
+from searchsvc.backends.whoosh.journal import FileJournal
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
 from searchsvc.backends.whoosh.spelling import write_vocabulary
 from searchsvc.backends.whoosh.unmapped import open_index
@@ -137,6 +138,17 @@ class WhooshBackend:
     def published(self) -> str | None:
         return self.store.current_name()
 
+    def journal(self) -> FileJournal:
+        return FileJournal(self.settings.index_dir)
+
+    def published_entries(self) -> int | None:
+        """The journal entries the published generation's manifest says it includes."""
+        name = self.store.current_name()
+        if name is None:
+            return None
+        entries = self.store.manifest(self.store.generations / name).get(JOURNAL_ENTRIES)
+        return None if entries is None else int(entries)
+
     def _publish(
         self,
         write: Callable[[Path], None],
@@ -160,6 +172,7 @@ class WhooshBackend:
                     "doc_count": len(collection),
                     "records": collection.records,
                     "merged": collection.merged,
+                    JOURNAL_ENTRIES: collection.journal_entries,
                 },
                 known_digests,
             )

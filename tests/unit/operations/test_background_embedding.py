@@ -9,6 +9,7 @@ from pathlib import Path
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.progress import ProgressFactory
+from searchsvc.host import alone
 from searchsvc.operations import background_embedding, update
 from searchsvc.operations.background_embedding import embed_pending
 from tests.helpers.apps import settings_for
@@ -39,8 +40,8 @@ def test_it_embeds_every_paper_the_published_index_lacks(make_index: MakeIndex, 
 def test_a_process_finding_another_at_work_leaves_at_once(make_index: MakeIndex, index_dir: Path) -> None:
     backend = served_with_meaning(make_index, index_dir)
     lock = backend.settings.vector_store_dir / background_embedding.LOCK_FILE
-    with background_embedding._alone(lock) as alone:
-        assert alone
+    with alone(lock) as held:
+        assert held
         assert embed_pending(fresh(backend)) is None
     assert fresh(backend).status()["semantic_ranking"] == "pending"
 
