@@ -19,6 +19,7 @@ from flask import Blueprint, Response, current_app, jsonify
 from searchsvc.core.errors import PaperNotFound, RebuildInProgress, SearchsvcError
 from searchsvc.operations import background_embedding, update
 from searchsvc.operations.update import ChangeReport
+from searchsvc.web.cooperative import run_write
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import ChangeReportSchema
 from searchsvc.web.service import service
@@ -40,12 +41,11 @@ blueprint = Blueprint("write_api", __name__, url_prefix="/api")
 )
 def add_papers() -> Response:
     name = writer()
+    backend = service().backend
     with saved_body(service().settings) as body:
         origin = f"POST /api/papers by {name}"  # the manifest's provenance, not the temporary file's path
         limit = service().settings.max_write_records
-        report = _change(
-            name, lambda: update.add(service().backend, [body], origin=origin, embed=False, max_records=limit), body
-        )
+        report = _change(name, lambda: update.add(backend, [body], origin=origin, embed=False, max_records=limit), body)
     return _report_response(report)
 
 
@@ -61,8 +61,9 @@ def add_papers() -> Response:
 )
 def remove_paper(paper_id: str) -> Response:
     name = writer()
+    backend = service().backend
     report = _change(
-        name, lambda: update.remove(service().backend, [paper_id], embed=False, origin=f"DELETE /api/papers by {name}")
+        name, lambda: update.remove(backend, [paper_id], embed=False, origin=f"DELETE /api/papers by {name}")
     )
     if paper_id in report.missing:
         raise PaperNotFound(f"no paper has the id {paper_id!r}; nothing was removed", {"report": report.as_dict()})
@@ -70,9 +71,11 @@ def remove_paper(paper_id: str) -> Response:
 
 
 def _change(name: str, make: Callable[[], ChangeReport], body: Path | None = None) -> ChangeReport:
-    """Run one change as writer `name`: its report, with the body named `body`; logged either way."""
+    """Run one change as writer `name`: its report, with the body named `body`; logged either way.
+    `make` runs as the process runs writes (web/cooperative.py: beside the searches in a gevent
+    worker), so it reads nothing of the request or the app itself."""
     try:
-        report = make()
+        report = run_write(make)
     except RebuildInProgress as busy:
         current_app.logger.warning("change by %s refused: %s", name, busy.explained())
         raise RebuildInProgress(

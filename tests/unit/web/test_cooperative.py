@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from searchsvc.core.deadline import Deadline, pause_searches_with
-from searchsvc.web.cooperative import pause_searches_for_other_connections
+from searchsvc.web import cooperative
+from searchsvc.web.cooperative import pause_searches_for_other_connections, run_write
 
 gevent = pytest.importorskip("gevent")
 gevent_socket = pytest.importorskip("gevent.socket")
@@ -74,3 +75,49 @@ def test_a_cheap_search_runs_in_the_pauses_of_a_costly_one_it_shares_a_turn_with
     cheap = gevent.spawn(search, "cheap", 0.01)
     gevent.joinall([costly, cheap], timeout=10)
     assert finished == ["cheap", "costly"]
+
+
+def test_a_connection_is_served_while_a_write_computes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write indexes for seconds in pure Python without a deadline to pause at: in a gevent
+    worker it runs in a native thread, and the waiting connection is served meanwhile (issue #30:
+    searches reaching a writing worker answered 503)."""
+    monkeypatch.setattr(cooperative, "_write_runner", cooperative._write_runner)  # restored afterwards
+    cooperative.run_writes_in_native_threads()
+    finished: dict[str, float] = {}
+    client, server = gevent_socket.socketpair()
+
+    def write() -> int:
+        ends = time.monotonic() + 0.5
+        count = 0
+        while time.monotonic() < ends:  # half a second of work in Python, no wait, no pause
+            count += 1
+        return count
+
+    def writing() -> None:
+        assert run_write(write) > 0  # its result comes back to the greenlet
+        finished["write"] = time.monotonic()
+
+    def other_connection() -> None:
+        server.recv(16)
+        finished["other"] = time.monotonic()
+
+    listening = gevent.spawn(other_connection)
+    gevent.sleep(0.01)
+    writer = gevent.spawn(writing)
+    gevent.sleep(0.01)  # the write is running in its thread
+    client.send(b"GET /healthz")
+    gevent.joinall([writer, listening], timeout=10)
+    client.close()
+    server.close()
+    assert finished["other"] < finished["write"]
+
+
+def test_a_writes_error_reaches_its_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cooperative, "_write_runner", cooperative._write_runner)
+    cooperative.run_writes_in_native_threads()
+
+    def failing() -> None:
+        raise ValueError("a malformed body")
+
+    with pytest.raises(ValueError, match="a malformed body"):
+        gevent.spawn(run_write, failing).get(timeout=10)
