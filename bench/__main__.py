@@ -1,5 +1,5 @@
-"""`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|sources|update|churn [options]`:
-see bench/README.md."""
+"""`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|sources|update|churn|
+change_costs [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ COMMANDS = (
     "sources",
     "update",
     "churn",
+    "change_costs",
 )
 
 if __name__ == "__main__":

@@ -249,7 +249,16 @@ def find(path: Path, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fill(stored: StoredVectors, keys: np.ndarray, vectors: np.ndarray, found: np.ndarray) -> None:
+    """Fill the rows of `keys` not `found` yet that `stored` holds. A compacted base is in its
+    generation's order, and an update's papers come after it: when `keys` start with the base's
+    keys, those rows are one copy, not a lookup and a gather of 230 MB at 300,000 papers."""
+    held = len(stored.keys)
+    if held and held <= len(keys) and np.array_equal(keys[:held], stored.keys) and not found[:held].any():
+        vectors[:held] = stored.vectors
+        found[:held] = True
     wanted = np.flatnonzero(~found)
+    if not len(wanted):
+        return
     rows, there = lookup(stored, keys[wanted])
     vectors[wanted[there]] = stored.vectors[rows[there]]
     found[wanted[there]] = True

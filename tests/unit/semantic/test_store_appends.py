@@ -58,6 +58,9 @@ def test_an_add_appends_a_part_and_a_removal_writes_nothing(tmp_path: Path) -> N
     vectors, found = find(path, keys)
     assert found.tolist() == [True, True, False]
     assert vectors[:2, 0].tolist() == [31.0, 5.0]
+    in_order = np.array([content_key(TEXTS[n]) for n in range(32)], dtype=f"S{KEY_BYTES}")  # base, then part
+    vectors, found = find(path, in_order)
+    assert found.all() and vectors[:, 0].tolist() == list(range(32))
 
 
 def test_unused_rows_past_a_quarter_are_compacted_away(tmp_path: Path) -> None:
