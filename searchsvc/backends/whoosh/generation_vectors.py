@@ -20,7 +20,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
-from searchsvc.semantic.store import KEY_BYTES, Stamp, content_key, find, paper_text, stamp
+from searchsvc.semantic.store import KEY_BYTES, Stamp, StoredVectors, content_key, find, lookup, paper_text, stamp
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
 Placement = list[tuple[str, int, int]]  # (segment id, first document number, documents) of each segment
@@ -140,7 +140,9 @@ class GenerationVectors:
             self._rows, self._stamp = rows, now
 
     def _take_shared(self, previous: GenerationVectors, rows: np.ndarray) -> None:
-        """Copy the rows of the segments `previous` holds too, where it has them."""
+        """Copy the rows of the segments `previous` holds too, where it has them; then, by content,
+        those of the papers an update moved (small segments merged into its own, one add in nine)
+        from the segments `previous` had and this one has not, rather than from the store's base."""
         assert previous._rows is not None
         before = {segment: start for segment, start, _count in previous._placement}
         for segment, start, count in self._placement:
@@ -152,3 +154,16 @@ class GenerationVectors:
                 else:
                     rows[start : start + count][known] = previous._rows[old : old + count][known]
                 self._found[start : start + count] |= known
+        now = {segment for segment, _start, _count in self._placement}
+        gone = _documents([(start, count) for segment, start, count in previous._placement if segment not in now])
+        new = _documents([(start, count) for segment, start, count in self._placement if segment not in before])
+        gone = gone[previous._found[gone]]
+        if len(gone) and len(new):
+            at, there = lookup(StoredVectors(previous._keys[gone], previous._rows[gone]), self._keys[new])
+            rows[new[there]] = previous._rows[gone[at[there]]]
+            self._found[new[there]] = True
+
+
+def _documents(ranges: list[tuple[int, int]]) -> np.ndarray:
+    """The document numbers of (first, count) ranges."""
+    return np.concatenate([np.arange(start, start + count) for start, count in ranges] or [np.empty(0, np.int64)])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.backends.whoosh.updates import MAX_SMALL_SEGMENTS
 from searchsvc.core import fusion
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.model import SearchRequest
@@ -180,4 +181,30 @@ def test_a_worker_reopening_after_an_add_reads_the_new_vectors_alone(
     assert store.part_files(backend.vector_store) and backend.vector_store not in read  # the writer's side
     assert backend.status()["semantic_ranking"] == "on"  # the reopened generation has every vector
     assert _ids(backend, QUERY)[:2] == ["cardio", "chess"]
+    assert backend.vector_store not in read
+
+
+def test_a_reopen_after_small_segments_merge_takes_their_vectors_from_the_generation_before(
+    make_index: MakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One add in nine merges the small segments into its own (whoosh/updates.py): their papers
+    keep their vectors, found by content among the previous generation's rows, not in the base."""
+    backend = make_index([_record(f"base-{n}", 2000 + n, f"Base paper {n}", "On sets.") for n in range(30)])
+    for number in range(MAX_SMALL_SEGMENTS + 1):  # the next add merges them
+        added = tmp_path / f"more-{number}.jsonl"
+        added.write_text(jsonl([_record(f"extra-{number}", 2021, f"Paper {number} on lattices", "An abstract.")]))
+        update.add(backend, [added])
+        assert backend.status()["semantic_ranking"] == "on"
+    store.save(backend.vector_store, store.load(backend.vector_store))  # compacted: every vector in the base
+    assert backend.status()["semantic_ranking"] == "on"
+    read: list[Path] = []
+    load_file = store.load_file
+    monkeypatch.setattr(store, "load_file", lambda path: read.append(path) or load_file(path))
+    last = tmp_path / "last.jsonl"
+    last.write_text(jsonl([_record("last", 2022, "One more on lattices", "An abstract.")]), encoding="utf-8")
+    update.add(backend, [last])
+    segments = len(list((backend.store.generations / backend.store.published_name()).glob("*.seg")))
+    assert segments < MAX_SMALL_SEGMENTS  # merged
+    read.clear()
+    assert backend.status()["semantic_ranking"] == "on"
     assert backend.vector_store not in read
