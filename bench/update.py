@@ -42,7 +42,7 @@ import numpy as np
 from bench import corpus, mix
 from bench.measure import machine
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.backends.whoosh.generation_vectors import read_content_keys
+from searchsvc.backends.whoosh.generation_vectors import KEYS_FILE
 from searchsvc.core.model import SearchRequest
 from searchsvc.operations import update
 from searchsvc.operations.rebuild import rebuild
@@ -133,7 +133,8 @@ def _progress(phase: str, timings: dict[str, Any]) -> None:
 def random_vectors(built: WhooshBackend, store: Path) -> int:
     """Store a random unit vector under each content key of `built`'s published generation."""
     generation = built.store.generations / built.store.published_name()
-    keys = read_content_keys(generation, built.store.manifest(generation)["doc_count"])  # no need to open it
+    # One key per document, deleted ones too (the manifest's doc_count counts live papers only).
+    keys = np.load(generation / KEYS_FILE, allow_pickle=False)
     rows = np.random.default_rng(18).standard_normal((len(keys), DIMENSIONS), dtype=np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     save(store, StoredVectors(keys, rows.astype(np.float16)))
