@@ -62,7 +62,15 @@ _FOLDERS = re.compile(r"(?<![\w.:/~-])/(?:[^\s:'\",;/]+/)+")
 
 
 def body_suffix() -> str:
-    """The extension of the reader for this request's media type; UnsupportedBodyType if none reads it."""
+    """The extension of the reader for this request's media type; UnsupportedBodyType if none reads it,
+    or if the body is compressed (`Content-Encoding: gzip`): its bytes would be read as records."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise UnsupportedBodyType(
+            f"the body's content encoding ({encoding[:40]}) is not accepted: send it uncompressed "
+            "(Content-Encoding: identity, or none)",
+            {"accepted_encodings": ["identity"]},
+        )
     suffix = MEDIA_TYPES.get(request.mimetype)
     charset = request.mimetype_params.get("charset", "utf-8").lower()
     if suffix is None or charset not in _CHARSETS:

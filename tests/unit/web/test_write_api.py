@@ -3,6 +3,7 @@ and that a refused or failed change changes nothing. Through gunicorn: tests/sys
 
 from __future__ import annotations
 
+import gzip
 import io
 import logging
 import time
@@ -59,7 +60,9 @@ def post(
     **kwargs: Any,
 ) -> TestResponse:
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    return client.post(url, data=body, content_type=content_type, headers=headers, **kwargs)
+    return client.post(
+        url, data=body, content_type=content_type, headers={**headers, **kwargs.pop("headers", {})}, **kwargs
+    )
 
 
 def delete(client: FlaskClient, paper_id: str, token: str | None = TOKEN) -> TestResponse:
@@ -310,6 +313,25 @@ def test_a_body_no_reader_reads_is_a_415_naming_the_accepted_types(client: Flask
     assert refused["code"] == "unsupported_media_type" and refused["details"]["accepted"] == list(MEDIA_TYPES)
     assert "application/x-ndjson" in refused["message"] and "application/x-bibtex" in refused["message"]
     assert generation(client) == before
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate, gzip"])
+def test_a_compressed_body_is_a_415_naming_the_accepted_encoding(client: FlaskClient, encoding: str) -> None:
+    """Issue #36: a gzip body was read as records and refused as malformed (400), which told the
+    client nothing about what to send instead."""
+    before = generation(client)
+    body = gzip.compress(jsonl(NEW_PAPERS).encode())
+    refused = error(post(client, body, headers={"Content-Encoding": encoding}), 415)
+    assert refused["code"] == "unsupported_media_type" and refused["details"]["accepted_encodings"] == ["identity"]
+    assert "uncompressed" in refused["message"]
+    assert generation(client) == before
+
+
+def test_an_identity_encoded_body_is_read(client: FlaskClient) -> None:
+    response = post(
+        client, jsonl(NEW_PAPERS), headers={"Authorization": f"Bearer {TOKEN}", "Content-Encoding": "identity"}
+    )
+    assert response.status_code == 200, response.get_data(as_text=True)
 
 
 # Concurrent changes --------------------------------------------------------------------
