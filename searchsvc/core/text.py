@@ -11,6 +11,11 @@ ELLIPSIS = "…"
 SNIPPET_CHARS = 240  # the abstract snippet when nothing is highlighted: about three lines of a result list
 
 
+def one_line(text: str | None) -> str:
+    """`text` with every run of whitespace (line breaks included) folded to one space."""
+    return " ".join(text.split()) if text else ""
+
+
 def fold(text: str) -> str:
     """Case- and accent-insensitive form of `text` (for matching names and titles)."""
     if text.isascii():  # most text: NFKD changes no ASCII character and none is combining

@@ -7,6 +7,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from searchsvc.core.text import one_line
+
+__all__ = ["one_line"]  # the readers' rule, kept in core.text so a search's filters fold alike
+
 MIN_YEAR, MAX_YEAR = 1000, 2999
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 # Keywords and lists of names are separated by ";" in CSV and by "," or ";" in BibTeX keywords.
@@ -15,11 +19,6 @@ _LIST_SEPARATORS = re.compile(r"\s*[;,]\s*")
 
 class FieldProblem(Exception):
     """A field that cannot be read; the reader adds the file and line (or entry)."""
-
-
-def one_line(text: str | None) -> str:
-    """`text` with every run of whitespace (line breaks included) folded to one space."""
-    return " ".join(text.split()) if text else ""
 
 
 def year_in(text: str | None, field: str = "year") -> int | None:

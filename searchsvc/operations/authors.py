@@ -15,7 +15,7 @@ from searchsvc.backends import Backend
 from searchsvc.core.errors import AuthorNotFound
 from searchsvc.core.facet_order import alphabetical_key
 from searchsvc.core.model import FacetValue, SearchRequest, SearchResult
-from searchsvc.core.text import fold
+from searchsvc.core.text import fold, one_line
 from searchsvc.operations.search import export, facet_values, search
 
 SUGGESTIONS = 5  # closest names offered for an unknown author
@@ -54,7 +54,9 @@ class AuthorProfile:
 
 def author_profile(backend: Backend, name: str, request: SearchRequest) -> AuthorProfile:
     """The profile of the author called `name` (any case or accents), under `request`'s filters,
-    sort and page; `AuthorNotFound` with the closest names if the index has no such author."""
+    sort and page; `AuthorNotFound` with the closest names if the index has no such author.
+    Whitespace is folded as the readers fold it in stored names ("Dan  Klein" is "Dan Klein")."""
+    name = one_line(name)
     filtered = replace(request, q="", author=(name,))
     result = search(backend, filtered)
     stored = _stored_name(result)

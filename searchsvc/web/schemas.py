@@ -15,6 +15,7 @@ from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
 from searchsvc.core.suggestions import KINDS
+from searchsvc.core.text import one_line
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")
@@ -96,8 +97,9 @@ class SearchRequestSchema(Schema):
     def _search_request(self, data: dict[str, Any]) -> SearchRequest:
         return SearchRequest(
             q=data["q"].strip(),
-            subject=tuple(dict.fromkeys(data["subject"])),
-            author=tuple(dict.fromkeys(data["author"])),
+            # Stored values have their whitespace folded (ingest.fields): "Dan  Klein" is "Dan Klein".
+            subject=_folded_values(data["subject"]),
+            author=_folded_values(data["author"]),
             year_from=data["year_from"],
             year_to=data["year_to"],
             sort=data.get("sort", "relevance"),
@@ -450,3 +452,8 @@ class ErrorBodySchema(Schema):
 
 class ErrorSchema(Schema):
     error = fields.Nested(ErrorBodySchema, required=True)
+
+
+def _folded_values(values: list[str]) -> tuple[str, ...]:
+    """Filter values with their whitespace folded, each once, none empty."""
+    return tuple(dict.fromkeys(value for value in map(one_line, values) if value))

@@ -143,6 +143,16 @@ def test_case_and_accents_are_ignored_and_the_stored_spelling_shown(names: Flask
     assert f'action="/authors/{quote("Jürgen Müller")}"' in html  # the page's links use the stored name
 
 
+def test_whitespace_in_a_name_is_folded_as_the_readers_fold_it(names: FlaskClient) -> None:
+    """Issue #36: `Dan  Klein` (two spaces) was a 404 author, and no search filter found him."""
+    for typed in ("Jürgen  Müller", " jurgen\tmuller "):
+        author = names.get(f"/api/authors/{quote(typed)}").json
+        assert author["name"] == "Jürgen Müller" and author["total"] == 4, typed
+        found = names.get("/api/search", query_string={"author": typed}).json
+        assert found["total"] == 4, typed
+        assert [v["value"] for v in found["facets"]["author"] if v["selected"]] == ["Jürgen Müller"], typed
+
+
 def test_co_authors_are_counted_and_ordered_by_count_then_name(names: FlaskClient) -> None:
     coauthors = names.get("/api/authors/J%C3%BCrgen%20M%C3%BCller").json["coauthors"]
     assert coauthors == [
