@@ -45,7 +45,26 @@ if _settings.metrics and _settings.metrics_bind:
 # pauses every 20 ms of its work (post_worker_init) to let the worker's other connections
 # move, and searches of one worker take turns at its Whoosh searcher, handing the turn on in
 # each pause (docs/decisions.md).
-workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
+_MAX_WORKERS = 64
+
+
+def _worker_count() -> int:
+    """WEB_CONCURRENCY, checked like every setting: 0 started no worker (requests hung), `abc` a traceback."""
+    given = os.environ.get("WEB_CONCURRENCY")
+    if given is None:
+        return multiprocessing.cpu_count()
+    count = int(given) if given.strip().isdigit() else 0
+    if not 1 <= count <= _MAX_WORKERS:
+        print(
+            f"error: WEB_CONCURRENCY={given[:40]!r}: the number of worker processes must be a whole number "
+            f"from 1 to {_MAX_WORKERS} (one per core is the default)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    return count
+
+
+workers = _worker_count()
 worker_class = "gevent"
 worker_connections = 1000  # open connections per worker, idle ones included
 

@@ -45,6 +45,23 @@ def test_gunicorn_config_has_no_reload_or_debug() -> None:
     assert config["timeout"] > 0 and config["limit_request_line"] <= 8190
 
 
+@pytest.mark.parametrize("given", ["0", "abc", "-2", "1.5", "65", ""])
+def test_a_worker_count_gunicorn_cannot_use_stops_it_with_one_line(
+    given: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: WEB_CONCURRENCY=0 started no worker (requests hung), `abc` printed a traceback."""
+    monkeypatch.setenv("WEB_CONCURRENCY", given)
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.startswith(f"error: WEB_CONCURRENCY={given!r}: the number of worker processes")
+
+
+def test_a_worker_count_in_range_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEB_CONCURRENCY", " 3 ")
+    assert runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))["workers"] == 3
+
+
 @pytest.mark.parametrize(
     "path",
     [
