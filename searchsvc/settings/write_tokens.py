@@ -13,17 +13,28 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote_plus
 
 TOKEN_BYTES = 32  # 256 random bits: beyond guessing, and no slower hash is needed to protect them
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 ENTRY_FORM = "NAME:SHA256 (NAME: letters, digits, _ . @ -, at most 64; SHA256: 64 lowercase hex digits)"
-_MAX_FILE_BYTES = 1 << 20
+_MAX_FILE_BYTES = 1 << 20  # a tokens file is a few lines; a larger one is the wrong file
 # Where a client might put a token in a URL (RFC 6750 section 2.3 names access_token): refused by the
 # write API and hidden in the access log, which records the URL before the app sees it.
-QUERY_TOKEN_PARAMETERS = frozenset(
-    {"token", "access_token"}
-)  # a tokens file is a few lines; a larger one is the wrong file
+QUERY_TOKEN_PARAMETERS = frozenset({"token", "access_token"})
+
+
+def is_token_parameter(name: str) -> bool:
+    """Whether a query parameter's name is any spelling of a token's: percent-encoded once or more
+    (`%2574oken`), in any case, with spaces, `+` or control characters in it (`token+`, `token%00`).
+    Issue #36: those spellings were neither refused nor hidden in the access log."""
+    for _attempt in range(3):
+        decoded = unquote_plus(name)
+        if decoded == name:
+            break
+        name = decoded
+    return "".join(char for char in name if char.isalnum() or char == "_").casefold() in QUERY_TOKEN_PARAMETERS
 
 
 @dataclass(frozen=True)

@@ -18,20 +18,13 @@ from typing import Any
 
 from gunicorn.glogging import Logger, SafeAtoms
 
-from searchsvc.settings.write_tokens import QUERY_TOKEN_PARAMETERS
+from searchsvc.settings.write_tokens import is_token_parameter
 
 HIDDEN = "(hidden)"
 
 
-def _spelled_any_way(name: str) -> str:
-    """A pattern of `name` as it may appear raw in a URL: any letter in any case, or percent-encoded."""
-    return "".join(f"(?:{re.escape(char)}|%{ord(char):02x})" for char in name)
-
-
-# A query parameter a token may be put in, and its value up to the next separator.
-_TOKEN_IN_URL = re.compile(
-    r"(?i)((?:^|[?&;])(?:" + "|".join(map(_spelled_any_way, sorted(QUERY_TOKEN_PARAMETERS))) + r")=)[^&;#\s]*"
-)
+# A query parameter as it appears raw in a URL: its name, and its value up to the next separator.
+_PARAMETER = re.compile(r"((?:^|[?&;])([^=&;#\s]*)=)[^&;#\s]*")
 _CREDENTIAL_ATOMS = frozenset(
     {"{authorization}i", "{proxy-authorization}i", "{http_authorization}e", "{http_proxy_authorization}e"}
 )
@@ -56,7 +49,7 @@ def without_credentials(key: str, value: str) -> str:
     """`value` of atom `key` with any token in a URL, or the whole value of an Authorization header, hidden."""
     if key.lower() in _CREDENTIAL_ATOMS:
         return HIDDEN
-    return _TOKEN_IN_URL.sub(lambda found: found[1] + HIDDEN, value)
+    return _PARAMETER.sub(lambda found: found[1] + HIDDEN if is_token_parameter(found[2]) else found[0], value)
 
 
 class EscapedAtoms(SafeAtoms):

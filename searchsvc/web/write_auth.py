@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import current_app, request
 
 from searchsvc.core.errors import SearchsvcError
-from searchsvc.settings.write_tokens import QUERY_TOKEN_PARAMETERS, writer_named_by
+from searchsvc.settings.write_tokens import is_token_parameter, writer_named_by
 from searchsvc.web.service import service
 
 # The write API's refusals of who asks: each its own status and code (web/http_errors.py).
@@ -48,7 +48,7 @@ def writer() -> str:
             "the write API is off: set write_tokens_file (or write_token_hashes) to NAME:SHA256 entries made with "
             "`searchsvc token NAME`, then restart the service"
         )
-    if QUERY_TOKEN_PARAMETERS & {name.lower() for name in request.args}:
+    if any(map(is_token_parameter, request.args)):
         _log_refusal("token in the URL")
         raise TokenInQuery(
             "a token in the URL is refused, and was not checked: send it as the header 'Authorization: Bearer "

@@ -106,6 +106,11 @@ def test_log_escaping(value: str, logged: str) -> None:
         ("q", "TOKEN=s3cret;q=x", "TOKEN=(hidden);q=x"),
         ("r", "POST /api/papers?%74oken=s3cret HTTP/1.1", "POST /api/papers?%74oken=(hidden) HTTP/1.1"),
         ("r", "GET /api/search?q=mytoken=abc HTTP/1.1", "GET /api/search?q=mytoken=abc HTTP/1.1"),
+        # Issue #36: spellings a server decodes to "token" were neither refused nor hidden.
+        ("r", "POST /api/papers?token+=s3cret HTTP/1.1", "POST /api/papers?token+=(hidden) HTTP/1.1"),
+        ("r", "POST /api/papers?token%00=s3cret HTTP/1.1", "POST /api/papers?token%00=(hidden) HTTP/1.1"),
+        ("r", "POST /api/papers?%2574oken=s3cret HTTP/1.1", "POST /api/papers?%2574oken=(hidden) HTTP/1.1"),
+        ("q", "a=1;Access%5FToken=s3cret", "a=1;Access%5FToken=(hidden)"),
         ("{authorization}i", "Bearer s3cret", "(hidden)"),
         ("{http_authorization}e", "Bearer s3cret", "(hidden)"),
     ],

@@ -128,7 +128,7 @@ def test_a_wrong_token_is_a_403_and_is_never_logged(client: FlaskClient, caplog:
     assert "write refused" in caplog.text and OTHER_TOKEN not in caplog.text
 
 
-@pytest.mark.parametrize("parameter", ["token", "access_token", "Access_Token"])
+@pytest.mark.parametrize("parameter", ["token", "access_token", "Access_Token", "token+", "token%00", "%2574oken"])
 def test_a_token_in_the_url_is_refused_even_with_a_good_header(
     client: FlaskClient, caplog: pytest.LogCaptureFixture, parameter: str
 ) -> None:
