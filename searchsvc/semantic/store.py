@@ -194,15 +194,16 @@ def _write(path: Path, stored: StoredVectors) -> None:
 
 def lookup(stored: StoredVectors, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each of `keys`: its row in `stored`, and whether it is there at all (else the row is 0)."""
-    return _rows_of(stored.keys, keys)
+    return rows_of(stored.keys, keys)
 
 
 def holds(held: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """For each of `keys`, whether it is among the keys `held`."""
-    return _rows_of(held, keys)[1]
+    return rows_of(held, keys)[1]
 
 
-def _rows_of(held: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def rows_of(held: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `keys`: its place among the keys `held`, and whether it is there (else the place is 0)."""
     if len(held) == 0:
         return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
     order = np.argsort(held)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.segment_arrays import SegmentArrays
+from searchsvc.backends.whoosh.segment_arrays import SegmentArrays, leaves
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -39,7 +39,7 @@ class DocOrder:
         """From the ids and years of `segments` (`reader`'s, in its order) and `reader`'s deletions."""
         count = reader.doc_count_all()
         live = np.ones(count, dtype=bool)
-        for leaf, offset in _leaves(reader):
+        for leaf, offset in leaves(reader):
             if leaf.has_deletions():  # from the segment: the searcher's readers hide them (live_statistics)
                 live[np.fromiter(leaf.segment().deleted_docs(), dtype=np.int64) + offset] = False
         # Ids are ASCII (core.paper.id_problem), so their bytes sort as the strings do.
@@ -55,7 +55,3 @@ class DocOrder:
         for array in (live, rank, by_newest, by_oldest):
             array.setflags(write=False)
         return cls(live, rank, by_newest, by_oldest)
-
-
-def _leaves(reader: IndexReader) -> list[tuple[IndexReader, int]]:
-    return [(reader, 0)] if reader.is_atomic() else list(reader.leaf_readers())

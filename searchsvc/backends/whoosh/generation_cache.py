@@ -88,10 +88,9 @@ def _placed_segments(
 ) -> list[tuple[SegmentArrays, int]]:
     """Each segment's arrays with its first document number, in the reader's order: `known` ones
     (the previous generation's) reused, the others read."""
-    leaves = [(reader, 0)] if reader.is_atomic() else reader.leaf_readers()
     return [
         (known.get(leaf.segment().segment_id()) or segment_arrays.read(generation, leaf), offset)
-        for leaf, offset in leaves
+        for leaf, offset in segment_arrays.leaves(reader)
     ]
 
 

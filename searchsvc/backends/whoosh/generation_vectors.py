@@ -20,7 +20,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
-from searchsvc.semantic.store import KEY_BYTES, Stamp, StoredVectors, content_key, find, lookup, paper_text, stamp
+from searchsvc.semantic.store import KEY_BYTES, Stamp, content_key, find, paper_text, rows_of, stamp
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
 Placement = list[tuple[str, int, int]]  # (segment id, first document number, documents) of each segment
@@ -159,7 +159,7 @@ class GenerationVectors:
         new = _documents([(start, count) for segment, start, count in self._placement if segment not in before])
         gone = gone[previous._found[gone]]
         if len(gone) and len(new):
-            at, there = lookup(StoredVectors(previous._keys[gone], previous._rows[gone]), self._keys[new])
+            at, there = rows_of(previous._keys[gone], self._keys[new])
             rows[new[there]] = previous._rows[gone[at[there]]]
             self._found[new[there]] = True
 

@@ -21,6 +21,7 @@ from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.indexing import indexed_text
+from searchsvc.backends.whoosh.segment_arrays import leaves
 from searchsvc.core.paper import Paper
 
 DELETED_FILE = "deleted-statistics.json"
@@ -94,8 +95,7 @@ def segment_deletions(reader: IndexReader, previous: Mapping[str, SegmentDeletio
     """Each segment's deletions in `reader`'s index, reusing `previous` for documents deleted before:
     only the newly deleted are read and analysed again, so the cost grows with the change."""
     found: dict[str, SegmentDeletions] = {}
-    leaves = [(reader, 0)] if reader.is_atomic() else reader.leaf_readers()
-    for leaf, _offset in leaves:
+    for leaf, _offset in leaves(reader):
         if not leaf.has_deletions():
             continue
         segment = leaf.segment().segment_id()
@@ -156,10 +156,10 @@ def open_searcher(reader: IndexReader, deletions: Mapping[str, SegmentDeletions]
     the excluded word (`model -vision`; tests/contract/test_updates.py). The backend leaves
     deleted documents out once instead, with the live mask (doc_order.DocOrder).
     """
-    leaves = [(reader, 0)] if reader.is_atomic() else reader.leaf_readers()
-    for leaf, _ in leaves:
+    segments = leaves(reader)
+    for leaf, _ in segments:
         leaf.__dict__["deleted_docs_set"] = frozenset()  # SegmentReader's cached_property: read by postings()
-    present = {leaf.segment().segment_id() for leaf, _ in leaves}
+    present = {leaf.segment().segment_id() for leaf, _ in segments}
     total = Contribution()
     for segment, found in deletions.items():
         if segment in present:

@@ -57,6 +57,11 @@ class SegmentArrays:
         return years
 
 
+def leaves(reader: IndexReader) -> list[tuple[IndexReader, int]]:
+    """Each segment's reader with its first document number (a one-segment reader is its own)."""
+    return [(reader, 0)] if reader.is_atomic() else list(reader.leaf_readers())
+
+
 def file_name(segment_id: str) -> str:
     return f"{FILE_PREFIX}{segment_id}.npz"
 
@@ -77,9 +82,8 @@ def write_missing(generation: Path) -> None:
     ix = open_index(generation)
     try:
         with ix.reader() as reader:
-            leaves = [reader] if reader.is_atomic() else [leaf for leaf, _ in reader.leaf_readers()]
             present = set()
-            for leaf in leaves:
+            for leaf, _offset in leaves(reader):
                 segment_id = leaf.segment().segment_id()
                 present.add(file_name(segment_id))
                 if not (generation / file_name(segment_id)).exists():
