@@ -79,9 +79,13 @@ def settle(client: OpenSearch, index: str, seconds: float) -> bool:
 
 
 def deleted(client: OpenSearch, index: str) -> int:
-    """The deleted copies `index` holds, as of its last flush or refresh."""
-    stats = client.indices.stats(index=index, metric="docs")
-    return int(stats["_all"]["total"]["docs"]["deleted"])
+    """The deleted copies `index` holds, as of its last flush or refresh: none, for an index a
+    rebuild deleted meanwhile (gone, or with no shard left to count)."""
+    try:
+        stats = client.indices.stats(index=index, metric="docs")
+    except os_errors.NotFoundError:
+        return 0
+    return int(stats["_all"]["total"].get("docs", {}).get("deleted", 0))
 
 
 def main() -> int:
