@@ -45,6 +45,9 @@ class Journal(Protocol):
     def keep_first(self, count: int) -> int:
         """Drop every entry past the first `count` (those published); return how many were dropped."""
 
+    def find(self, writer: str, key: str, first: int) -> JournalEntry | None:
+        """The last of the first `first` entries that `writer` sent with idempotency key `key`."""
+
 
 class Answer(CandidateSource[Ref], Protocol[Ref]):
     """What an engine found for one search, counted in one pass, and the way to ask it for more.

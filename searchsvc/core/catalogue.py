@@ -46,24 +46,50 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Idempotency:
+    """A write sent with an `Idempotency-Key`: the key, scoped by its writer, and a digest of the
+    request it was sent with, so that a retry is recognised and a key reused for another request
+    is refused. `outcome` is what the change did (the lists of its report), answered again to a retry."""
+
+    writer: str
+    key: str
+    request: str
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        return {"writer": self.writer, "key": self.key, "request": self.request, "outcome": self.outcome}
+
+    @classmethod
+    def from_record(cls, record: Any) -> Idempotency:
+        if not isinstance(record, dict) or not isinstance(record.get("outcome"), dict):
+            raise ValueError("its idempotency is not a JSON object with an outcome")
+        return cls(str(record["writer"]), str(record["key"]), str(record["request"]), record["outcome"])
+
+
+@dataclass(frozen=True)
 class JournalEntry:
     """One add or remove as it was asked, kept in the change journal so every rebuild replays it:
-    when, by whom, the records as read (before merging) and the ids removed."""
+    when, by whom, the records as read (before merging), the ids removed, and the key it was
+    sent with, if any."""
 
     at: str
     by: str
     added: list[Paper] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    idempotency: Idempotency | None = None
 
     def record(self) -> dict[str, Any]:
         """As JSON data (a line of Whoosh's journal file, a document of OpenSearch's journal index);
         each paper as `Paper.encoded`, its sources included, so a replay merges exactly what was read."""
-        return {
+        record: dict[str, Any] = {
             "at": self.at,
             "by": self.by,
             "added": [paper.encoded() for paper in self.added],
             "removed": self.removed,
         }
+        if self.idempotency is not None:
+            record["idempotency"] = self.idempotency.record()
+        return record
 
     @classmethod
     def from_record(cls, record: Any, where: str, number: int) -> JournalEntry:
@@ -76,8 +102,14 @@ class JournalEntry:
                 raise ValueError("not a JSON object")
             added = [Paper.decoded(doc) for doc in record["added"]]
             removed = [str(paper_id) for paper_id in record["removed"]]
-            return cls(str(record["at"]), str(record["by"]), added, removed)
+            keyed = record.get("idempotency")
+            idempotency = None if keyed is None else Idempotency.from_record(keyed)
+            return cls(str(record["at"]), str(record["by"]), added, removed, idempotency)
         except (ValueError, KeyError, TypeError) as exc:
             raise SourceFormatError(
                 where, number, f"not a change of the journal: {type(exc).__name__}: {exc}"
             ) from None
+
+    def keyed(self, writer: str, key: str) -> bool:
+        """Whether this change was sent by `writer` with idempotency key `key`."""
+        return self.idempotency is not None and (self.idempotency.writer, self.idempotency.key) == (writer, key)

@@ -91,6 +91,12 @@ class PaperNotFound(SearchsvcError):
     code = "not_found"
 
 
+class ChangeNotFound(SearchsvcError):
+    """No published change was made under the requested idempotency key."""
+
+    code = "change_not_found"
+
+
 class AuthorNotFound(SearchsvcError):
     """No author by the requested name; `details["suggestions"]` lists the closest names."""
 

@@ -9,6 +9,7 @@ from searchsvc.backends import Backend
 from searchsvc.core.catalogue import JournalEntry
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.operations.published import published_changes
+from searchsvc.operations.update import ChangeReport, replayed
 
 
 def kept(backend: Backend) -> list[JournalEntry]:
@@ -21,6 +22,13 @@ def kept(backend: Backend) -> list[JournalEntry]:
 def count(backend: Backend) -> int:
     journal = backend.journal()
     return min(len(journal), published_changes(backend, journal))
+
+
+def made_under(backend: Backend, writer: str, key: str) -> ChangeReport | None:
+    """The report of the published change `writer` made under idempotency key `key`; None if none is."""
+    journal = backend.journal()
+    entry = journal.find(writer, key, published_changes(backend, journal))
+    return None if entry is None else replayed(backend, entry)
 
 
 def export(backend: Backend, file: Path) -> tuple[int, int]:

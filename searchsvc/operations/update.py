@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.backends import Backend
-from searchsvc.core.catalogue import Change, JournalEntry
+from searchsvc.core.catalogue import Change, Idempotency, JournalEntry
 from searchsvc.core.errors import IndexUnavailable, SearchsvcError
 from searchsvc.core.paper import Paper, SourceLocation
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
@@ -40,7 +40,7 @@ class ChangeReport:
     missing: list[str] = field(default_factory=list)  # ids asked to be removed that no paper has
     records: int = 0  # records read
     generation: str = ""  # the published generation afterwards (the same one if nothing changed)
-    changed_at: str | None = None  # when it was published (None: nothing changed)
+    changed_at: str | None = None  # when it was made, just before publishing (None: nothing changed)
     seconds: float = 0.0
     embedded: int = 0
     embedding_seconds: float = 0.0
@@ -48,6 +48,20 @@ class ChangeReport:
     # in the background (a write through the API); "off": ranking by meaning is off
     semantic_ranking: str = "off"
     warnings: list[str] = field(default_factory=list)
+    replayed: bool = False  # the answer of a change made earlier under the same idempotency key
+
+    _OUTCOME = ("added", "replaced", "removed", "unchanged", "missing", "records", "warnings")
+
+    def outcome(self) -> dict[str, Any]:
+        """What the change did, as its journal entry keeps it for a retry under the same key."""
+        return {name: getattr(self, name) for name in self._OUTCOME}
+
+    @classmethod
+    def replayed_from(cls, entry: JournalEntry, generation: str, semantic_ranking: str) -> ChangeReport:
+        """The report of the change `entry` made, answered again: `generation` is served now."""
+        assert entry.idempotency is not None
+        kept = {name: entry.idempotency.outcome[name] for name in cls._OUTCOME if name in entry.idempotency.outcome}
+        return cls(**kept, generation=generation, changed_at=entry.at, semantic_ranking=semantic_ranking, replayed=True)
 
     def summary(self) -> str:
         counts = ", ".join(f"{len(ids)} {name}" for name, ids in self._lists().items() if ids or name != "missing")
@@ -79,15 +93,19 @@ def add(
     origin: str | None = None,
     embed: bool = True,
     max_records: int | None = None,
+    idempotency: Idempotency | None = None,
+    reported: Callable[[str], str] = str,
 ) -> ChangeReport:
     """Merge the sources' records into the published collection and publish the papers that changed.
     `origin` names where they came from in the manifest (default: the sources' paths). With `embed`
     false, the new papers are left for the caller to embed (`semantic_ranking: pending`). More than
-    `max_records` records (None: no limit) is TooManyRecords, before anything is indexed."""
+    `max_records` records (None: no limit) is TooManyRecords, before anything is indexed. A change
+    sent again under its `idempotency` key is not made again: its first report is answered
+    (`replayed`). `reported` gives each warning as the report says it (a client's, without paths)."""
     report = ChangeReport()
 
     def note(message: str) -> None:
-        report.warnings.append(message)
+        report.warnings.append(reported(message))
         warn(message)
 
     read: list[Paper] = []  # as the journal keeps them, to be replayed by every rebuild
@@ -102,7 +120,11 @@ def add(
 
     by = origin or f"searchsvc add {' '.join(map(str, sources))}"
     provenance = {"added_from": origin or [str(s) for s in sources]}
-    return _update(backend, merge, report, progress, provenance, embed, lambda: JournalEntry(_now(), by, read))
+
+    def asked() -> JournalEntry:
+        return JournalEntry(_now(), by, read)
+
+    return _update(backend, merge, report, progress, provenance, embed, asked, idempotency)
 
 
 def remove(
@@ -112,10 +134,11 @@ def remove(
     warn: Callable[[str], None] = lambda message: None,
     embed: bool = True,
     origin: str = "searchsvc remove",
+    idempotency: Idempotency | None = None,
 ) -> ChangeReport:
     """Remove the papers with these ids and publish; ids no paper has are reported as missing.
-    `embed` as for `add` (a removal embeds nothing, but its store drops the removed vectors);
-    `origin` names who asked, in the journal."""
+    `embed` and `idempotency` as for `add` (a removal embeds nothing, but its store drops the
+    removed vectors); `origin` names who asked, in the journal."""
     report = ChangeReport()
 
     def merge(store: MergeStore) -> int:
@@ -125,7 +148,7 @@ def remove(
     def change() -> JournalEntry:
         return JournalEntry(_now(), origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
 
-    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, change)
+    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, change, idempotency)
 
 
 def _update(
@@ -136,8 +159,10 @@ def _update(
     provenance: dict[str, Any],
     embed: bool,
     asked: Callable[[], JournalEntry],
+    idempotency: Idempotency | None,
 ) -> ChangeReport:
-    """Merge, publish what changed and journal it (`asked`: the change as the journal keeps it)."""
+    """Merge, publish what changed and journal it (`asked`: the change as the journal keeps it),
+    unless the journal holds the change made under the same idempotency key: then its report."""
     started = time.monotonic()
     with backend.exclusive_rebuild():
         published = backend.published()
@@ -152,6 +177,8 @@ def _update(
         journal = backend.journal()
         before = published_changes(backend, journal)
         journal.keep_first(before)  # a change journaled but never published is dropped
+        if idempotency is not None and (earlier := journal.find(idempotency.writer, idempotency.key, before)):
+            return _replayed(backend, earlier, idempotency)
         store = MergeStore(backend.settings.index_dir, published=path)
         try:
             with store.failures_explained():
@@ -165,12 +192,13 @@ def _update(
         report.generation = published
         with collection:
             if changed:
-                journal.append(asked())  # durable before the change is published
+                entry = _keyed(asked(), idempotency, report)
+                journal.append(entry)  # durable before the change is published
                 with progress("indexing", len(change.added)) as advance:
                     report.generation = backend.apply(
                         collection, change, advance, provenance, keep_collection(backend, collection)
                     )
-                report.changed_at = datetime.now(UTC).isoformat(timespec="seconds")
+                report.changed_at = entry.at  # as the journal keeps it: a retry is answered the same
                 prune_collections(backend, report.generation)
         embedding_started = time.monotonic()
         if report.changed_at and embed:
@@ -179,6 +207,36 @@ def _update(
     report.semantic_ranking = _semantic_ranking(backend, report, embed)
     report.seconds = time.monotonic() - started
     return report
+
+
+class IdempotencyKeyReused(SearchsvcError):
+    """An idempotency key sent again with another request than the change made under it."""
+
+    code = "idempotency_key_reused"
+
+
+def _keyed(entry: JournalEntry, idempotency: Idempotency | None, report: ChangeReport) -> JournalEntry:
+    """`entry` with its key and what it did, for a retry to be answered from."""
+    if idempotency is None:
+        return entry
+    return dataclasses.replace(entry, idempotency=dataclasses.replace(idempotency, outcome=report.outcome()))
+
+
+def _replayed(backend: Backend, earlier: JournalEntry, asked: Idempotency) -> ChangeReport:
+    """The report of `earlier`, made under `asked`'s key, if `asked` is the same request."""
+    assert earlier.idempotency is not None
+    if earlier.idempotency.request != asked.request:
+        raise IdempotencyKeyReused(
+            f"the idempotency key {asked.key!r} was used at {earlier.at} for another request: send a new key "
+            "with a new change; nothing was changed",
+            {"key": asked.key, "changed_at": earlier.at},
+        )
+    return replayed(backend, earlier)
+
+
+def replayed(backend: Backend, entry: JournalEntry) -> ChangeReport:
+    """The report of the published change `entry`, answered again (to a retry, or to GET /api/changes)."""
+    return ChangeReport.replayed_from(entry, backend.published() or "", str(backend.status()["semantic_ranking"]))
 
 
 def _semantic_ranking(backend: Backend, report: ChangeReport, embedded: bool) -> str:

@@ -4,7 +4,8 @@ The API and the health routes answer `{"error": {"code": ..., "message": ..., "d
 the pages people read (everything outside /api) answer an HTML page with the same message.
 400 for bad parameters and queries, 404 for unknown papers, authors and routes, 503 when no index
 can be served; the write API adds 401/403 (no or a wrong token, or writes off), 409 (another change
-holds the index), 413 (body too large) and 415 (a body no reader reads). Anything unexpected is
+holds the index), 413 (body too large), 415 (a body no reader reads) and 422 (an idempotency key
+sent again with another request). Anything unexpected is
 logged and answered with a 500, never a traceback.
 """
 
@@ -17,6 +18,7 @@ from werkzeug.exceptions import HTTPException
 
 from searchsvc.core.errors import (
     AuthorNotFound,
+    ChangeNotFound,
     IndexUnavailable,
     InvalidRequest,
     PaperNotFound,
@@ -26,7 +28,7 @@ from searchsvc.core.errors import (
     SearchTimedOut,
     SourceFormatError,
 )
-from searchsvc.operations.update import TooManyRecords
+from searchsvc.operations.update import IdempotencyKeyReused, TooManyRecords
 from searchsvc.web.write_auth import MissingToken, TokenInQuery, WriteApiOff, WrongToken
 from searchsvc.web.write_body import BodyTooLarge, UnsupportedBodyType
 
@@ -40,10 +42,12 @@ _STATUS: dict[type[SearchsvcError], int] = {
     WrongToken: 403,
     PaperNotFound: 404,
     AuthorNotFound: 404,
+    ChangeNotFound: 404,
     RebuildInProgress: 409,
     BodyTooLarge: 413,
     TooManyRecords: 413,
     UnsupportedBodyType: 415,
+    IdempotencyKeyReused: 422,
     IndexUnavailable: 503,
     SearchTimedOut: 503,
 }

@@ -19,6 +19,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify
 from marshmallow import Schema
 
 from searchsvc.settings import Settings
+from searchsvc.web import idempotency
 from searchsvc.web.schemas import ErrorSchema
 
 blueprint = Blueprint("openapi", __name__)
@@ -28,10 +29,12 @@ _ERROR_REASONS = {
     "read (`body:LINE: what is wrong`, nothing changed), or a token in the URL (refused, never checked)",
     401: "No `Authorization: Bearer <token>` header",
     403: "The token is no writer's, or the write API is off (no write tokens configured)",
-    404: "Unknown paper, author, facet or route; for an author, details.suggestions lists the closest names",
+    404: "Unknown paper, author, facet or route; for an author, details.suggestions lists the closest names; "
+    "for a change, none made under that idempotency key is published",
     409: "Another change to the index (a rebuild or another write) is running; nothing changed",
     413: "The body is larger than max_write_body_bytes; nothing changed",
     415: "The body's media type is not one the readers read; details.accepted lists those they do",
+    422: "The idempotency key was sent before with another request; nothing changed",
     503: "No index is published or it cannot be read, or the search ran past its time limit",
 }
 # Headers every answer of that status carries (http_errors._HEADERS).
@@ -40,6 +43,14 @@ _ERROR_HEADERS = {
     409: {"Retry-After": "Seconds to wait before trying the change again"},
 }
 _SECURITY_SCHEME = "bearerAuth"
+_IDEMPOTENCY_KEY = {
+    "in": "header",
+    "name": idempotency.HEADER,
+    "required": False,
+    "description": f"{idempotency.KEY_RULE}, new for each change: a retry under the same key is not applied "
+    "again but answered with the first change's report (replayed: true); GET /api/changes/{key} tells the outcome",
+    "schema": {"type": "string", "maxLength": idempotency.MAX_KEY_LENGTH + 2},
+}
 _METHODS = ("get", "post", "put", "patch", "delete")  # a route's one method of these is its operation
 
 
@@ -55,6 +66,7 @@ class Operation:
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     body_types: tuple[str, ...] = ()  # media types of the request body, if it takes one
     writes: bool = False  # needs a writer's bearer token (web/write_auth.py)
+    idempotent: bool = False  # takes an Idempotency-Key header (web/idempotency.py)
 
 
 View = TypeVar("View", bound=Callable[..., Any])
@@ -116,6 +128,8 @@ def _operation(operation: Operation, settings: Settings) -> dict[str, Any]:
     ]
     if operation.params is not None:
         parameters.append({"in": "query", "schema": operation.params(settings)})
+    if operation.idempotent:
+        parameters.append(_IDEMPOTENCY_KEY)
     content = (
         {"application/json": {"schema": operation.response}}
         if operation.response is not None

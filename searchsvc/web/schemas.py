@@ -404,6 +404,13 @@ class ChangeReportSchema(Schema):
         },
     )
     warnings = fields.List(fields.String(), required=True)
+    replayed = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "true: this is the report of a change made earlier under the same Idempotency-Key, "
+            "not made again; generation and semantic_ranking are as they are now."
+        },
+    )
 
 
 class StatusSchema(Schema):

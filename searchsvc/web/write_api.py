@@ -5,20 +5,21 @@ Off unless writers are configured (web/write_auth.py). Each change takes the ind
 while another holds the lock is a 409 with Retry-After, not a wait that would hold the worker.
 Every change is logged with its writer's name, never the token. A change's new papers are
 embedded in a process of its own after the answer (operations/background_embedding.py), never
-inside a request: the answer says `semantic_ranking: pending` until then.
+inside a request: the answer says `semantic_ranking: pending` until then. A change sent with an
+`Idempotency-Key` is made at most once, whatever happened to its answer (web/idempotency.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from searchsvc.core.errors import PaperNotFound, RebuildInProgress, SearchsvcError
-from searchsvc.operations import background_embedding, update
+from searchsvc.core.errors import ChangeNotFound, PaperNotFound, RebuildInProgress, SearchsvcError
+from searchsvc.operations import background_embedding, changes, update
 from searchsvc.operations.update import ChangeReport
+from searchsvc.web import idempotency
 from searchsvc.web.cooperative import run_write
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import ChangeReportSchema
@@ -34,18 +35,33 @@ blueprint = Blueprint("write_api", __name__, url_prefix="/api")
     Operation(
         "Add or replace papers: the body's records, merged into the index as one change",
         response=ChangeReportSchema,
-        errors=(400, 401, 403, 409, 413, 415, 503),
+        errors=(400, 401, 403, 409, 413, 415, 422, 503),
         body_types=tuple(MEDIA_TYPES),
         writes=True,
+        idempotent=True,
     )
 )
 def add_papers() -> Response:
     name = writer()
+    key = idempotency.sent_key()
     backend = service().backend
     with saved_body(service().settings) as body:
+        keyed = idempotency.keyed(name, key, body)
         origin = f"POST /api/papers by {name}"  # the manifest's provenance, not the temporary file's path
         limit = service().settings.max_write_records
-        report = _change(name, lambda: update.add(backend, [body], origin=origin, embed=False, max_records=limit), body)
+
+        def add() -> ChangeReport:
+            return update.add(
+                backend,
+                [body],
+                origin=origin,
+                embed=False,
+                max_records=limit,
+                idempotency=keyed,
+                reported=lambda warning: for_the_client(warning, body),
+            )
+
+        report = _change(name, add, body)
     return _report_response(report)
 
 
@@ -54,19 +70,43 @@ def add_papers() -> Response:
     Operation(
         "Remove one paper",
         response=ChangeReportSchema,
-        errors=(401, 403, 404, 409, 503),
+        errors=(400, 401, 403, 404, 409, 422, 503),
         path_params={"paper_id": {"type": "string", "description": "The paper's id, as in search results."}},
         writes=True,
+        idempotent=True,
     )
 )
 def remove_paper(paper_id: str) -> Response:
     name = writer()
+    keyed = idempotency.keyed(name, idempotency.sent_key())
     backend = service().backend
-    report = _change(
-        name, lambda: update.remove(backend, [paper_id], embed=False, origin=f"DELETE /api/papers by {name}")
-    )
+    origin = f"DELETE /api/papers by {name}"
+    report = _change(name, lambda: update.remove(backend, [paper_id], embed=False, origin=origin, idempotency=keyed))
     if paper_id in report.missing:
         raise PaperNotFound(f"no paper has the id {paper_id!r}; nothing was removed", {"report": report.as_dict()})
+    return _report_response(report)
+
+
+@blueprint.get("/changes/<path:key>")
+@documented(
+    Operation(
+        "What the change sent with this Idempotency-Key did: its report, once it is published",
+        response=ChangeReportSchema,
+        errors=(400, 401, 403, 404, 503),
+        path_params={"key": {"type": "string", "description": "The Idempotency-Key the change was sent with."}},
+        writes=True,
+    )
+)
+def change_made_under(key: str) -> Response:
+    name = writer()
+    key = idempotency.valid_key(key, "the change's key")
+    report = changes.made_under(service().backend, name, key)
+    if report is None:
+        raise ChangeNotFound(
+            f"no change sent by {name} with the idempotency key {key!r} is published: it was never made, or is "
+            "being made now; sending it again with the same key makes it at most once",
+            {"key": key},
+        )
     return _report_response(report)
 
 
@@ -88,8 +128,6 @@ def _change(name: str, make: Callable[[], ChangeReport], body: Path | None = Non
         raise error from None
     if report.semantic_ranking == "pending":
         background_embedding.start(service().settings)
-    if body is not None:
-        report = dataclasses.replace(report, warnings=[for_the_client(w, body) for w in report.warnings])
     summary = report.summary().replace(str(body), BODY) if body is not None else report.summary()
     current_app.logger.info("change by %s: %s", name, summary)
     return report

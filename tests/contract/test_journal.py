@@ -132,3 +132,77 @@ def test_on_opensearch_the_journal_is_the_cluster_s_for_every_machine(
     report = rebuild(there, [SEEDS])
     assert report.replayed.changes == 2 and ids(there, "zebra") == {"zebra-00"} and newest not in ids(there)
     assert changes.count(here) == 2 and not list(here.settings.index_dir.glob("changes*"))
+
+
+def test_a_write_sent_again_under_its_idempotency_key_is_made_once(factory: BackendFactory, tmp_path: Path) -> None:
+    """Issue #36: a client that got no answer sends the write again with the same key, or asks
+    GET /api/changes/<key>; either way it learns what was done, and nothing is done twice, even
+    across a rebuild. A key is its writer's, and one sent with another request is refused."""
+    token, other = new_token(), new_token()
+    overrides = factory.overrides(
+        semantic_ranking=False, write_token_hashes=[entry_for("curator", token), entry_for("importer", other)]
+    )
+    backend = open_backend(load_settings(overrides, environ={}))
+    rebuild(backend, [SEEDS])
+    client = create_app(overrides).test_client()
+
+    def headers(key: str, who: str = token) -> dict[str, str]:
+        return {"Authorization": f"Bearer {who}", "Content-Type": "application/x-ndjson", "Idempotency-Key": key}
+
+    body = jsonl(made_up_papers("zebra", 2))
+    assert client.get("/api/changes/add-1", headers=headers("")).status_code == 404  # not made yet
+    first = client.post("/api/papers", data=body, headers=headers("add-1"))
+    assert first.status_code == 200 and first.get_json()["added"] == ["zebra-00", "zebra-01"]
+    assert first.get_json()["replayed"] is False
+    again = client.post("/api/papers", data=body, headers=headers('"add-1"'))  # the draft's quoted form
+    assert again.status_code == 200 and again.get_json()["replayed"] is True
+    told = client.get("/api/changes/add-1", headers=headers(""))
+    for answer in (again.get_json(), told.get_json()):
+        assert answer["added"] == ["zebra-00", "zebra-01"] and answer["changed_at"] == first.get_json()["changed_at"]
+    assert changes.count(backend) == 1
+
+    gone = client.delete("/api/papers/zebra-01", headers=headers("remove-1"))
+    assert gone.status_code == 200 and gone.get_json()["removed"] == ["zebra-01"]
+    retried = client.delete("/api/papers/zebra-01", headers=headers("remove-1"))  # not a 404: it was removed
+    assert (
+        retried.status_code == 200 and retried.get_json()["removed"] == ["zebra-01"] and retried.get_json()["replayed"]
+    )
+    assert changes.count(backend) == 2
+
+    reused = client.post("/api/papers", data=jsonl(made_up_papers("okapi", 1)), headers=headers("add-1"))
+    assert reused.status_code == 422 and reused.get_json()["error"]["code"] == "idempotency_key_reused"
+    assert ids(backend, "okapi") == set()
+    theirs = client.post("/api/papers", data=jsonl(made_up_papers("okapi", 1)), headers=headers("add-1", other))
+    assert theirs.status_code == 200 and theirs.get_json()["added"] == ["okapi-00"]  # another writer's key
+    assert client.get("/api/changes/remove-1", headers=headers("", other)).status_code == 404
+
+    rebuild(backend, [SEEDS])  # the journal, keys and all, outlives a rebuild
+    after = client.post("/api/papers", data=body, headers=headers("add-1"))
+    assert after.status_code == 200 and after.get_json()["replayed"] is True and changes.count(backend) == 3
+    assert ids(backend, "zebra") == {"zebra-00"}
+
+
+def test_a_keyed_change_journaled_but_never_published_is_made_by_its_retry(
+    factory: BackendFactory, tmp_path: Path
+) -> None:
+    """The worker died between journaling and publishing: the key tells of no change, and the retry
+    makes it, once."""
+    token = new_token()
+    overrides = factory.overrides(semantic_ranking=False, write_token_hashes=[entry_for("curator", token)])
+    backend = open_backend(load_settings(overrides, environ={}))
+    rebuild(backend, [SEEDS])
+    client = create_app(overrides).test_client()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson", "Idempotency-Key": "k-9"}
+    body = jsonl(made_up_papers("zebra", 1))
+    assert client.post("/api/papers", data=body, headers=headers).status_code == 200
+    journal = backend.journal()
+    (made,) = journal.changes()
+    assert made.idempotency is not None
+    died = dataclasses.replace(made, idempotency=dataclasses.replace(made.idempotency, key="k-10"))
+    journal.append(died)  # and then the process died, before publishing
+
+    assert client.get("/api/changes/k-10", headers=headers).status_code == 404
+    retried = client.post("/api/papers", data=body, headers={**headers, "Idempotency-Key": "k-10"})
+    assert retried.status_code == 200 and retried.get_json()["replayed"] is False  # made, not replayed
+    assert retried.get_json()["unchanged"] == ["zebra-00"]  # the same paper as k-9's: nothing to publish
+    assert [c.idempotency.key for c in journal.changes() if c.idempotency] == ["k-9"]

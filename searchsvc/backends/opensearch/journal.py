@@ -26,7 +26,9 @@ from searchsvc.core.catalogue import JournalEntry
 
 SUFFIX = "-changes"  # the journal of alias `a` is the index `a-changes` (never a generation's name)
 _PAGE = 200  # entries a read asks for at once: an entry holds up to `max_write_records` papers
-_MAPPING: Dsl = {"dynamic": False, "properties": {"seq": {"type": "long"}}}
+# Only the number and a keyed write's writer and key are searched; the rest is kept in `_source`.
+_KEYED: Dsl = {"properties": {"writer": {"type": "keyword"}, "key": {"type": "keyword"}}}
+_MAPPING: Dsl = {"dynamic": False, "properties": {"seq": {"type": "long"}, "idempotency": _KEYED}}
 
 
 class IndexJournal:
@@ -77,6 +79,21 @@ class IndexJournal:
                 deleted += len(past)
         return deleted
 
+    def find(self, writer: str, key: str, first: int) -> JournalEntry | None:
+        keyed: list[Dsl] = [
+            {"term": {"idempotency.writer": writer}},
+            {"term": {"idempotency.key": key}},
+            {"range": {"seq": {"lte": first}}},
+        ]
+        body: Dsl = {"query": {"bool": {"filter": keyed}}, "sort": [{"seq": "desc"}], "size": 1}
+        with cluster_errors(self.where):
+            found = self.client.search(index=self.index, body=body, ignore_unavailable=True)
+        hits = found["hits"]["hits"]
+        if not hits:
+            return None
+        entry = JournalEntry.from_record(hits[0]["_source"], self.index, int(hits[0]["_id"]))
+        return entry if entry.keyed(writer, key) else None
+
     def _page(self, first: int | None, after: list[Any], past: bool = False) -> list[dict[str, Any]]:
         """Entries in order: up to number `first` (None: all), after the sort values `after`; or
         with `past`, those numbered past `first`, their ids only."""
@@ -94,6 +111,8 @@ class IndexJournal:
         """The journal's index, made by the first append (one shard: it is small and read in order)."""
         body = {"settings": {"number_of_shards": 1, "number_of_replicas": self.replicas}, "mappings": _MAPPING}
         if self.client.indices.exists(index=self.index):
+            # A journal made before writes carried idempotency keys learns to search them.
+            self.client.indices.put_mapping(index=self.index, body=_MAPPING)
             return
         try:
             self.client.indices.create(index=self.index, body=body)

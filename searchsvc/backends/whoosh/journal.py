@@ -69,6 +69,17 @@ class FileJournal:
         fsync_dir(self.path.parent)
         return max(0, len(lines) - count)
 
+    def find(self, writer: str, key: str, first: int) -> JournalEntry | None:
+        """Read newest first; a line is parsed only if it holds the key's JSON text."""
+        needle = json.dumps(key, ensure_ascii=False).encode("utf-8")
+        lines = self._lines()[:first]
+        for number in range(len(lines), 0, -1):
+            if needle in lines[number - 1]:
+                entry = JournalEntry.from_record(lines[number - 1], str(self.path), number)
+                if entry.keyed(writer, key):
+                    return entry
+        return None
+
     def _lines(self) -> list[bytes]:
         return _complete_lines(self._data())
 

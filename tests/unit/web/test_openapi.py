@@ -151,7 +151,14 @@ def test_the_write_operations_need_a_bearer_token_and_declare_their_bodies_and_r
     assert list(add["requestBody"]["content"]) == list(MEDIA_TYPES)
     assert {"400", "413", "415"} <= set(add["responses"])
     assert "404" in spec["paths"]["/api/papers/{paper_id}"]["delete"]["responses"]
-    reads = [
-        operation for methods in spec["paths"].values() for method, operation in methods.items() if method == "get"
-    ]
-    assert not any("security" in operation for operation in reads)  # reads stay open
+    for path, method in writes:  # a retry is safe under the same key
+        (key,) = [p for p in spec["paths"][path][method]["parameters"] if p["in"] == "header"]
+        assert key["name"] == "Idempotency-Key" and "422" in spec["paths"][path][method]["responses"]
+    reads = {
+        path: operation
+        for path, methods in spec["paths"].items()
+        for method, operation in methods.items()
+        if method == "get"
+    }
+    # Reads stay open, but for what a writer's change did, told to that writer alone.
+    assert [path for path, operation in reads.items() if "security" in operation] == ["/api/changes/{key}"]

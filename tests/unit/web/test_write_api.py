@@ -400,3 +400,21 @@ def test_more_records_than_one_change_may_hold_is_a_413_and_changes_nothing(back
     assert refused["code"] == "too_many_records" and "more than 3 records" in refused["message"]
     assert generation(limited) == before and total(limited, "numbat") == 0
     assert post(limited, jsonl(made_up_papers("numbat", 3))).status_code == 200  # the limit itself is allowed
+
+
+@pytest.mark.parametrize(
+    "key", ["", " ", "x" * 256, "caf\u00e9", "a b", 'a"b', '"unclosed', "tab\tkey"], ids=lambda k: repr(k[:12])
+)
+def test_a_malformed_idempotency_key_is_a_400_and_changes_nothing(client: FlaskClient, key: str) -> None:
+    before = generation(client)
+    problem = error(post(client, jsonl(made_up_papers("quokka", 1)), headers={"Idempotency-Key": key}), 400)
+    assert "Idempotency-Key header is not an idempotency key" in problem["message"]
+    assert generation(client) == before
+
+
+def test_what_a_key_did_is_told_only_to_its_writer(client: FlaskClient) -> None:
+    assert post(client, jsonl(made_up_papers("quokka", 1)), headers={"Idempotency-Key": "k" * 255}).status_code == 200
+    assert error(client.get(f"/api/changes/{'k' * 255}"), 401)
+    told = client.get(f"/api/changes/{'k' * 255}", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert told.status_code == 200 and told.get_json()["added"] == ["quokka-00"] and told.get_json()["replayed"]
+    assert error(client.get("/api/changes/%20", headers={"Authorization": f"Bearer {TOKEN}"}), 400)
