@@ -1,6 +1,7 @@
 """What the machine's kernel keeps and tells: whether a process still runs (what tells a file or
-lock left by a killed process from one in use), a rename made to survive a crash, and work done
-after an answer by a process of its own, one such process at a time."""
+lock left by a killed process from one in use), a rename made to survive a crash, work done
+after an answer by a process of its own, one such process at a time, and work done beside the
+requests by a native thread."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -100,3 +102,25 @@ def alone_until_unchanged(lock: Path, state: Callable[[], object], work: Callabl
             done.append(work())
         if state() == seen:
             return done
+
+
+_beside: Executor | None = None
+_beside_made = threading.Lock()
+
+
+def beside() -> Executor:
+    """Where this process does work its requests need but should not wait for past their budget
+    (opening a newly published index), one piece at a time, in a native thread: a thread of its
+    own, or the pool `work_beside_in` named (a gevent worker's, whose futures wait cooperatively)."""
+    global _beside
+    with _beside_made:
+        if _beside is None:
+            _beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="searchsvc-beside")
+        return _beside
+
+
+def work_beside_in(executor: Executor) -> None:
+    """From now on `beside()` is `executor` (before any work was handed to it)."""
+    global _beside
+    with _beside_made:
+        _beside = executor

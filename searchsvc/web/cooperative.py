@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from searchsvc.core.deadline import pause_searches_with
+from searchsvc.host import work_beside_in
 
 _T = TypeVar("_T")
 
@@ -47,3 +48,12 @@ def run_writes_in_native_threads() -> None:
     global _write_runner
     pool = gevent.get_hub().threadpool
     _write_runner = pool.apply
+
+
+def open_generations_in_native_threads() -> None:
+    """From now on a newly published generation is opened by a native thread of gevent's while the
+    worker's searches go on with the previous one (backends/whoosh/generation_cache.py): one of
+    the standard library's threads would be a greenlet here, holding the event loop as it opens."""
+    from gevent.threadpool import ThreadPoolExecutor  # only a gevent worker calls this
+
+    work_beside_in(ThreadPoolExecutor(max_workers=1))

@@ -49,7 +49,7 @@ _R = TypeVar("_R")
 
 def _in_turn(method: Callable[Concatenate[WhooshBackend, _P], _R]) -> Callable[Concatenate[WhooshBackend, _P], _R]:
     """The method reads the served generation alone between its pauses, waiting its turn within
-    the request's limit.
+    the request's limit (and first, outside the turn, for a newly published generation).
 
     Whoosh reads a file as a seek then a read, so two threads must not read one searcher at
     once. Under gevent a search pauses at its deadline checks (core.deadline) so the worker's
@@ -60,7 +60,9 @@ def _in_turn(method: Callable[Concatenate[WhooshBackend, _P], _R]) -> Callable[C
 
     @wraps(method)
     def taking_turn(self: WhooshBackend, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._deadline().turn(self._turn):
+        deadline = self._deadline()
+        self._newest_generation(deadline)
+        with deadline.turn(self._turn):
             return method(self, *args, **kwargs)
 
     return taking_turn
@@ -236,6 +238,7 @@ class WhooshBackend:
         """The matches of `tree` on the served generation, scored, for the search recipe to ask
         further (the turn is held meanwhile: see `_in_turn`). Facets and highlights are computed
         only when asked, so `purpose` changes nothing here."""
+        self._newest_generation(deadline)
         with deadline.turn(self._turn):
             gen = self._generations.get()
             yield WhooshAnswer(match(gen, request, tree, deadline, self.settings), request, tree, self.settings)
@@ -304,6 +307,12 @@ class WhooshBackend:
     def _deadline(self) -> Deadline:
         """The request's one deadline (core.deadline.request_budget), shared by every call it makes."""
         return budget(self.settings.search_time_limit_ms)
+
+    def _newest_generation(self, deadline: Deadline) -> None:
+        """Before the turn: wait for a newly published generation being opened, for up to half of
+        what is left of the request's budget (the rest is the search's), so that a change is
+        answered from as soon as this process has it open, and the turn is held by no waiter."""
+        self._generations.get(wait_s=deadline.remaining_ms() / 2000)
 
 
 def _docnum(gen: OpenGeneration, paper_id: str) -> int:

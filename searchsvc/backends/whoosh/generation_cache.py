@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from searchsvc.backends.whoosh.spelling import generation_vocabulary
 from searchsvc.backends.whoosh.suggesting import GenerationCompletions, generation_completions
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.errors import IndexUnavailable
+from searchsvc.host import beside
 
 
 class OpenGeneration:
@@ -108,29 +110,61 @@ def _close(searcher: Searcher, hold: GenerationHold) -> None:
 
 
 class GenerationCache:
-    """Hands out the published generation, checking the pointer (one stat) on every call."""
+    """Hands out the published generation, checking the pointer (one stat) on every call.
+
+    A generation published while another is served is opened beside it (`host.beside`, a native
+    thread) while the requests go on with the one served: a request waits for it only as long as
+    it is given (`get`'s `wait_s`, a share of its budget), so an open slower than that (a fresh
+    open at 300,000 papers, a re-open on a loaded machine) costs no request its budget. The
+    first open of a process has nothing to serve meanwhile, and is waited for.
+    """
 
     def __init__(self, store: GenerationStore, vector_store: Callable[[], Path]) -> None:
         self._store = store
         self._vector_store = vector_store
         self._lock = threading.Lock()
         self._current: OpenGeneration | None = None
+        self._opening: Future[OpenGeneration] | None = None  # the published one, opened beside the current
 
-    def get(self) -> OpenGeneration:
+    def get(self, wait_s: float = 0.0) -> OpenGeneration:
+        """The newest generation open here: the published one, or while it is being opened beside
+        the served one for longer than `wait_s` seconds, the served one."""
         try:
             stamp = self._store.stamp()
             current = self._current
             if current is not None and stamp == current.stamp:
                 return current
             with self._lock:
-                if self._current is None or self._store.stamp() != self._current.stamp:
-                    previous, self._current = self._current, None  # a failed open must not serve stale data
-                    vector_store = self._vector_store()  # before the hold: loading the model may fail
-                    self._current = OpenGeneration(self._store.hold_current(), vector_store, previous)
-                return self._current
+                if self._current is None:
+                    self._current = self._open(None)
+                    return self._current
+                if self._opening is None and self._store.stamp() != self._current.stamp:
+                    self._opening = beside().submit(self._open, self._current)
+                opening, current = self._opening, self._current
+            if opening is None:
+                return current
+            return self._when_open(opening, current, wait_s)
         except OSError as exc:  # permissions, a damaged disk: the reason goes to /readyz, not a 500
             raise IndexUnavailable(
                 f"cannot read the index ({exc.strerror or type(exc).__name__}): check the index directory's "
                 "permissions, or run `searchsvc rebuild`",
                 private=f"{self._store.root}: {exc}",
             ) from exc
+
+    def _when_open(self, opening: Future[OpenGeneration], current: OpenGeneration, wait_s: float) -> OpenGeneration:
+        """The generation `opening` opens once it is open within `wait_s`, else `current`. An open
+        that failed is raised to every request that waited for it, and nothing is served until the
+        next open: a generation that cannot be read must not be answered from the one before, unnoticed."""
+        try:
+            failed = opening.exception(timeout=wait_s)  # cooperative for a gevent pool's future
+        except TimeoutError:
+            return current
+        with self._lock:
+            if self._opening is opening:
+                self._opening = None
+                self._current = None if failed else opening.result()
+        return opening.result()
+
+    def _open(self, previous: OpenGeneration | None) -> OpenGeneration:
+        vector_store = self._vector_store()  # before the hold: loading the model may fail
+        return OpenGeneration(self._store.hold_current(), vector_store, previous)

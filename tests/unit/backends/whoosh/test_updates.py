@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from searchsvc.backends.whoosh import live_statistics
+from searchsvc.backends.whoosh import generation_cache, live_statistics
 from searchsvc.backends.whoosh.generations import GenerationStore
+from searchsvc.core.deadline import request_budget
+from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import catalogue_key
 from searchsvc.operations import update
@@ -92,3 +97,65 @@ def test_a_searcher_remembers_live_document_frequencies_within_its_bound(
         searcher.doc_frequency("abstract", word)
         assert len(searcher._frequencies) <= 3
     assert searcher.doc_frequency("abstract", "quokka") == 29
+
+
+class SlowOpen:
+    """OpenGeneration, once `hold` is called held at its start until `release` is set (or failing
+    then, with `fail`)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started, self.release, self.fail = threading.Event(), threading.Event(), False
+        self._real = generation_cache.OpenGeneration
+        self._monkeypatch = monkeypatch
+
+    def hold(self, fail: bool = False) -> None:
+        self.fail = fail
+        self._monkeypatch.setattr(generation_cache, "OpenGeneration", self)
+
+    def __call__(self, *args: Any) -> generation_cache.OpenGeneration:
+        self.started.set()
+        assert self.release.wait(60)
+        if self.fail:
+            args[0].release()
+            raise IndexUnavailable("cannot open index generation: it cannot be read")
+        return self._real(*args)
+
+
+@pytest.fixture
+def slow_open(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlowOpen]:
+    slow = SlowOpen(monkeypatch)
+    yield slow
+    slow.release.set()  # the process's one opening thread is free for the next test, whatever happened
+
+
+def test_a_generation_slow_to_open_is_opened_beside_the_one_served(
+    make_index: MakeIndex, tmp_path: Path, slow_open: SlowOpen
+) -> None:
+    """Issue #30: a request waits for a newly published generation only for half of what is left of
+    its budget, then is answered from the generation served until then; once open, it is served."""
+    backend = make_index(made_up_papers("wombat", 3), semantic_ranking=False)
+    served = backend.status()["generation"]
+    slow_open.hold()
+    report = update.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 2))])
+    with request_budget(300):  # waits 150 ms of it for the open, then answers
+        assert sorted(_ids(backend, "wombat")) == ["wombat-00", "wombat-01", "wombat-02"]
+        assert _ids(backend, "numbat") == []
+        assert backend.status()["generation"] == served
+    assert slow_open.started.is_set()
+    slow_open.release.set()
+    assert sorted(_ids(backend, "numbat")) == ["numbat-00", "numbat-01"]
+    assert backend.status()["generation"] == report.generation
+
+
+def test_a_generation_that_fails_to_open_beside_is_not_hidden_by_the_one_before(
+    make_index: MakeIndex, tmp_path: Path, slow_open: SlowOpen, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = make_index(made_up_papers("wombat", 3), semantic_ranking=False)
+    assert _ids(backend, "wombat")
+    slow_open.hold(fail=True)
+    update.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 2))])
+    slow_open.release.set()
+    with pytest.raises(IndexUnavailable, match="cannot be read"):
+        _ids(backend, "numbat")
+    monkeypatch.undo()  # readable again: the next request opens it
+    assert sorted(_ids(backend, "numbat")) == ["numbat-00", "numbat-01"]
