@@ -23,6 +23,7 @@ from tests.helpers.apps import app_for
 from tests.helpers.indexes import MakeIndex
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
 from tests.helpers.records import BILLION_LAUGHS, jsonl, made_up_papers
+from tests.unit.test_host import dead_pid, held_by_another_host
 
 WRITER = "ci-bot"
 TOKEN = new_token()
@@ -373,6 +374,19 @@ def test_a_temporary_folder_left_by_a_killed_worker_is_removed_by_the_next_write
     (left / "body.jsonl").write_text("{}\n", encoding="utf-8")
     post(client, jsonl(NEW_PAPERS))
     assert not left.exists()
+
+
+def test_a_body_another_server_still_reads_is_kept_whatever_pid_its_name_shows(
+    client: FlaskClient, backend: WhooshBackend
+) -> None:
+    """Issue #36: two servers sharing the index folder from different PID namespaces deleted each
+    other's uploads: the other's pid names no process here, or another one."""
+    theirs = backend.settings.index_dir / f".write-{dead_pid()}-other-host"  # no process here has its pid
+    with held_by_another_host(theirs):
+        (theirs / "body.jsonl").write_text("{}\n", encoding="utf-8")
+        assert post(client, jsonl(NEW_PAPERS)).status_code == 200
+        assert (theirs / "body.jsonl").exists()
+        assert list(backend.settings.index_dir.glob(".write-*")) == [theirs]  # this write's own is gone
 
 
 def test_the_body_file_is_private(client: FlaskClient, backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch) -> None:
