@@ -102,7 +102,7 @@ def add(
 
     by = origin or f"searchsvc add {' '.join(map(str, sources))}"
     provenance = {"added_from": origin or [str(s) for s in sources]}
-    return _update(backend, merge, report, progress, provenance, embed, lambda: JournalEntry(_now(), by, read))
+    return _update(backend, merge, report, progress, provenance, embed, by, lambda: JournalEntry(_now(), by, read))
 
 
 def remove(
@@ -125,7 +125,7 @@ def remove(
     def change() -> JournalEntry:
         return JournalEntry(_now(), origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
 
-    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, change)
+    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, origin, change)
 
 
 def _update(
@@ -135,11 +135,13 @@ def _update(
     progress: ProgressFactory,
     provenance: dict[str, Any],
     embed: bool,
+    by: str,
     asked: Callable[[], JournalEntry],
 ) -> ChangeReport:
-    """Merge, publish what changed and journal it (`asked`: the change as the journal keeps it)."""
+    """Merge, publish what changed and journal it (`by`: who asked, as the journal names them; `asked`:
+    the change as the journal keeps it)."""
     started = time.monotonic()
-    with backend.exclusive_rebuild():
+    with backend.exclusive_change("write", by):
         published = backend.published()
         if published is None:
             raise IndexUnavailable("no index is published: run `searchsvc rebuild` first")

@@ -68,9 +68,10 @@ class OpenSearchBackend:
 
     # Building -------------------------------------------------------------------
 
-    def exclusive_rebuild(self) -> AbstractContextManager[None]:
-        """One rebuild per alias at a time, across machines (a lock index only one can create)."""
-        return self.generations.exclusive()
+    def exclusive_change(self, kind: str, by: str = "") -> AbstractContextManager[None]:
+        """One change (a rebuild or a write) per alias at a time, across machines (a lock index only
+        one can create)."""
+        return self.generations.exclusive(kind, by)
 
     def build(
         self,

@@ -346,8 +346,13 @@ def test_a_change_while_another_holds_the_index_is_a_409_with_retry_after(
         for response in (post(client, jsonl(NEW_PAPERS)), delete(client, "wombat-00")):
             busy = error(response, 409)
             assert busy["code"] == "rebuild_in_progress" and int(response.headers["Retry-After"]) > 0
+            assert busy["message"].startswith("another change to the index is running (a rebuild): try again")
+            assert busy["details"] == {"running": "rebuild"}
             assert str(backend.settings.index_dir) not in busy["message"]  # the path is the operator's
         assert client.get("/api/search?q=wombat").status_code == 200  # reads go on meanwhile
+    with process_holding_rebuild_lock(backend.settings.index_dir, "write", "searchsvc remove"):
+        busy = error(delete(client, "wombat-00"), 409)
+        assert busy["message"].startswith("another change to the index is running (a write): try again")
     assert generation(client) == before and total(client, "numbat") == 0
     assert post(client, jsonl(NEW_PAPERS)).status_code == 200  # and the lock's end ends the refusals
 
