@@ -77,6 +77,7 @@ class SearchTimedOut(SearchsvcError):
 CHANGE_KINDS = {
     "rebuild": "a rebuild",
     "write": "a write",
+    "start": "a server's start, removing what killed changes left",
 }
 _SHOWN_CHARS = 120  # of each value a lock's record holds (`searchsvc add <paths>`): enough to tell which
 _PROCESS = (("host", " on "), ("started", ", since "))  # shown after the pid, where the holder recorded them

@@ -73,6 +73,11 @@ class OpenSearchBackend:
         one can create)."""
         return self.generations.exclusive(kind, by)
 
+    def remove_leftovers(self) -> list[str]:
+        """Nothing: the indices a killed rebuild left are the cluster's, removed when the next change
+        takes its lock (a write adds no index). Taking that lock at every start would refuse writes."""
+        return []
+
     def build(
         self,
         collection: Catalogue,

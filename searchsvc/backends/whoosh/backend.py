@@ -89,6 +89,10 @@ class WhooshBackend:
             self.store.prune()  # partial generations left by a change that was killed
             yield
 
+    def remove_leftovers(self) -> list[str]:
+        """Partial generations of killed changes, removed unless a change runs now."""
+        return self.store.remove_leftovers()
+
     def build(
         self,
         collection: Catalogue,

@@ -49,6 +49,8 @@ _GENERATION_NAME = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
 _DIGESTS_KEPT = 4096  # files whose digests a process remembers (a generation has a few dozen)
 _POINTER_BYTES = 256  # a generation name is 30; more is not a pointer, and need not be read
 _HOLDER_BYTES = 1024  # of the change lock's record (JSON), read when the lock is refused
+# What `_write_atomically` leaves if killed before its rename, in the index folder (`.CURRENT.<pid>.tmp`).
+_POINTER_TEMPORARY = re.compile(rf"\.{POINTER}\.[0-9]+\.tmp")
 FILES = "files"  # the manifest's digest of each file, checked before a generation is opened
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -101,6 +103,30 @@ class GenerationStore:
             if holder is not None:
                 raise RebuildInProgress.held_by(holder, str(self.root), "try again when it has finished")
             yield
+
+    def remove_leftovers(self) -> list[str]:
+        """Delete what killed changes left (unfinished generations, a pointer never renamed into
+        place) unless a change runs now, whose own files they may be; return their names. The lock
+        is taken only when there is something to remove: a write meanwhile would be refused."""
+        if not self.generations.is_dir() or not (unfinished := self._unfinished()):
+            return []  # nothing was ever built here, or nothing was left: take no lock
+        with self._change_lock("start", "") as holder:
+            if holder is not None:
+                return []  # the running change, or the next one, removes them
+            pointers = [path for path in unfinished if path.parent == self.root]
+            for path in pointers:
+                path.unlink(missing_ok=True)
+            return self.prune() + [path.name for path in pointers]
+
+    def _unfinished(self) -> list[Path]:
+        """Generations without a manifest but the published one, and pointers never renamed."""
+        current = self.current_name()
+        found = [
+            path
+            for path in self.generations.iterdir()
+            if _GENERATION_NAME.fullmatch(path.name) and path.name != current and not (path / MANIFEST).exists()
+        ]
+        return found + [path for path in self.root.glob(f".{POINTER}.*.tmp") if _POINTER_TEMPORARY.fullmatch(path.name)]
 
     @contextmanager
     def _change_lock(self, kind: str, by: str) -> Iterator[dict[str, Any] | None]:
