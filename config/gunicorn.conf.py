@@ -91,7 +91,8 @@ logger_class = "searchsvc.web.access_log.EscapingLogger"
 
 
 # Metrics (prometheus_client's multiprocess mode): each worker writes its counts to files in one
-# directory and a scrape sums them. The master empties it (or makes a private one) before forking.
+# directory and a scrape sums them. The master takes it for itself and empties it of the library's
+# files (or makes a private one) before forking; a folder another running server has is refused.
 _made_metrics_directory = None
 
 
@@ -100,7 +101,11 @@ def on_starting(server):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
     if _settings.metrics:
         from searchsvc.web import metrics_directory
 
-        _made_metrics_directory = metrics_directory.prepare()
+        try:
+            _made_metrics_directory = metrics_directory.prepare()
+        except ConfigurationError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            sys.exit(2)
 
 
 def child_exit(server, worker):  # noqa: ANN001, ANN201
