@@ -91,7 +91,8 @@ logger_class = "searchsvc.web.access_log.EscapingLogger"
 
 
 # Metrics (prometheus_client's multiprocess mode): each worker writes its counts to files in one
-# directory and a scrape sums them. The master empties it (or makes a private one) before forking.
+# directory and a scrape sums them. The master takes it for itself and empties it of the library's
+# files (or makes a private one) before forking; a folder another running server has is refused.
 _made_metrics_directory = None
 
 
@@ -100,7 +101,11 @@ def on_starting(server):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
     if _settings.metrics:
         from searchsvc.web import metrics_directory
 
-        _made_metrics_directory = metrics_directory.prepare()
+        try:
+            _made_metrics_directory = metrics_directory.prepare()
+        except ConfigurationError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            sys.exit(2)
 
 
 def child_exit(server, worker):  # noqa: ANN001, ANN201
@@ -118,11 +123,12 @@ def on_exit(server):  # noqa: ANN001, ANN201
 
 def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
     """Let searches pause for the worker's other connections, and writes and the opening of a newly
-    published generation run beside them; open the published index before the first request, so
+    published generation run beside them; remove what killed changes left (a worker killed by its
+    timeout is followed by this one), and open the published index before the first request, so
     no user waits for it."""
     from gunicorn.workers.ggevent import GeventWorker
 
-    from searchsvc.web.app import open_index
+    from searchsvc.web.app import open_index, remove_leftovers
     from searchsvc.web.cooperative import (
         open_generations_in_native_threads,
         pause_searches_for_other_connections,
@@ -133,4 +139,5 @@ def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature
         pause_searches_for_other_connections()
         run_writes_in_native_threads()
         open_generations_in_native_threads()
+    remove_leftovers(worker.wsgi)
     open_index(worker.wsgi)

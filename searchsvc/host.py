@@ -1,7 +1,7 @@
-"""What the machine's kernel keeps and tells: whether a process still runs (what tells a file or
-lock left by a killed process from one in use), a rename made to survive a crash, work done
-after an answer by a process of its own, one such process at a time, and work done beside the
-requests by a native thread."""
+"""What the machine's kernel keeps and tells: whether a process still runs, scratch folders locked
+while in use (what tells one left by a killed process from one in use, on any host sharing the
+folder), a rename made to survive a crash, work done after an answer by a process of its own,
+one such process at a time, and work done beside the requests by a native thread."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,7 +24,7 @@ _T = TypeVar("_T")
 
 
 def running(pid: int) -> bool:
-    """Whether process `pid` runs on this machine."""
+    """Whether process `pid` runs on this machine, as this process's PID namespace numbers them."""
     if pid <= 0:  # os.kill(0, ...) and negative pids address process groups, not one process
         return False
     try:
@@ -33,16 +36,85 @@ def running(pid: int) -> bool:
     return True
 
 
-def remove_abandoned(directory: Path, prefix: str) -> None:
-    """Delete the files and folders in `directory` named `<prefix><pid>-…` whose process has gone:
-    a process killed while writing one cannot clean up after itself."""
-    for path in directory.glob(f"{prefix}*"):
-        pid = path.name.removeprefix(prefix).split("-", 1)[0]
-        if pid.isdigit() and not running(int(pid)):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+SCRATCH_LOCK = ".lock"  # in each scratch folder, held (flock) by the process using the folder
+
+
+class ScratchFolder:
+    """A folder of this process's own in `parent` (None: the system's temporary directory), named
+    `<prefix><pid>-<random>` and locked until `remove`, so `remove_abandoned` tells it from one a
+    killed process left, whichever host or PID namespace looks: two containers sharing a volume
+    number their processes alike, so a pid in a name tells nothing there (it is for the operator's
+    eyes). The kernel drops the lock with its process, even at SIGKILL; a forked child shares it."""
+
+    def __init__(self, parent: Path | None, prefix: str) -> None:
+        while True:  # again only if a sweep removed the new folder before this process locked it
+            path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))  # mode 0700
+            fd = _locked(path / SCRATCH_LOCK)
+            if fd is not None:
+                break
+        self.path = path
+        self._remove = weakref.finalize(self, _remove_then_unlock, path, fd)
+
+    def remove(self) -> None:
+        """Delete the folder, then drop its lock (done at garbage collection otherwise)."""
+        self._remove()
+
+
+def _locked(lock: Path) -> int | None:
+    """The lock file at `lock`, made and held; None if its folder was swept away meanwhile."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except FileNotFoundError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_EX)  # waits only for a sweep that took it first, while it removes the folder
+    try:
+        if os.stat(lock, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+            return fd
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _remove_then_unlock(path: Path, fd: int) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    os.close(fd)
+
+
+def remove_abandoned(directory: Path, prefix: str) -> list[str]:
+    """Delete the scratch folders in `directory` named `<prefix><pid>-…` whose lock no process holds
+    (a process killed while using one cannot clean up after itself), whatever the pid; their names.
+    A plain file so named (an earlier version wrote files) goes when no process holds a lock on it."""
+    removed = []
+    for path in sorted(directory.glob(f"{prefix}*")):
+        pid, dash, _random = path.name.removeprefix(prefix).partition("-")
+        if not (pid.isdigit() and dash) or path.is_symlink():
+            continue  # not named by ScratchFolder: not ours
+        if path.is_dir():
+            gone = _remove_unless_locked(path / SCRATCH_LOCK, partial(shutil.rmtree, path, ignore_errors=True))
+        else:
+            gone = path.is_file() and _remove_unless_locked(path, partial(path.unlink, missing_ok=True))
+        if gone:
+            removed.append(path.name)
+    return removed
+
+
+def _remove_unless_locked(lock: Path, remove: Callable[[], None]) -> bool:
+    """`remove()` while holding the lock at `lock` (made if missing: a folder whose maker was killed
+    before locking it), unless another process holds it; whether it was called."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:  # removed meanwhile, or another user's: not ours to judge
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        remove()
+        return True
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: Path) -> None:

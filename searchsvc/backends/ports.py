@@ -94,8 +94,14 @@ class Backend(Protocol):
 
     settings: Settings
 
-    def exclusive_rebuild(self) -> AbstractContextManager[None]:
-        """Held for a whole rebuild; raises RebuildInProgress if another rebuild holds it."""
+    def exclusive_change(self, kind: str, by: str = "") -> AbstractContextManager[None]:
+        """Held for a whole change (`kind`: "rebuild" or "write", core.errors.CHANGE_KINDS; `by`: which
+        one, in its own words); raises RebuildInProgress, naming the change that holds it, if another does."""
+
+    def remove_leftovers(self) -> list[str]:
+        """Delete what killed changes left in the engine's keeping (a partial generation), unless a
+        change runs now (its files are no leftovers); the names of what was removed. Called at a
+        server's start (operations.leftovers)."""
 
     def build(
         self,

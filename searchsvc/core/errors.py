@@ -73,10 +73,46 @@ class SearchTimedOut(SearchsvcError):
     code = "search_timeout"
 
 
+# What may hold an index's change lock, as its holder records it with the lock (both engines).
+CHANGE_KINDS = {
+    "rebuild": "a rebuild",
+    "write": "a write",
+    "start": "a server's start, removing what killed changes left",
+}
+_SHOWN_CHARS = 120  # of each value a lock's record holds (`searchsvc add <paths>`): enough to tell which
+_PROCESS = (("host", " on "), ("started", ", since "))  # shown after the pid, where the holder recorded them
+
+
+def running_change(kind: object) -> str:
+    """The change holding a lock, in words; a holder that recorded no known kind (an earlier
+    version's lock) could be either."""
+    return CHANGE_KINDS.get(kind, "a rebuild or a write") if isinstance(kind, str) else "a rebuild or a write"
+
+
 class RebuildInProgress(SearchsvcError):
-    """Another rebuild holds the index directory's lock."""
+    """Another change holds the index's lock: a rebuild, or a write (`add`, `remove`, the write API);
+    `details["running"]` is its kind (CHANGE_KINDS) when the lock recorded one, else "unknown"."""
 
     code = "rebuild_in_progress"
+
+    @classmethod
+    def held_by(cls, holder: dict[str, Any], index: str, then: str) -> RebuildInProgress:
+        """The error for a change refused because another holds `index`'s lock; `holder` is what that
+        one recorded with it (kind, by, pid, host, started: any may be missing), `then` what to do."""
+        kind, by = holder.get("kind"), _shown(holder.get("by"))
+        running = running_change(kind) + (f": {by}" if by else "")
+        process = f"pid {_shown(holder.get('pid')) or 'unknown'}"
+        process += "".join(f"{label}{_shown(holder.get(key))}" for key, label in _PROCESS if holder.get(key))
+        return cls(
+            f"another change to {index} is running ({running}; {process}); {then}",
+            {"running": kind if isinstance(kind, str) and kind in CHANGE_KINDS else "unknown"},
+        )
+
+
+def _shown(value: object) -> str:
+    """A value read from a lock's record, fit for a terminal: short, no control characters."""
+    text = "" if value is None else str(value)[:_SHOWN_CHARS]
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 class RebuildFailed(SearchsvcError):

@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import tempfile
-import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,12 +19,12 @@ from typing import Any
 
 from searchsvc.core.errors import RebuildFailed
 from searchsvc.core.paper import Paper
-from searchsvc.host import fsync_dir, remove_abandoned
+from searchsvc.host import ScratchFolder, fsync_dir, remove_abandoned
 
 # SQLite's page cache for the scratch file, in KiB (its default is 2 MiB): enough for the key
 # lookups of merging to stay fast, small beside a rebuild's index writer buffers.
 _CACHE_KIB = 8 * 1024
-SCRATCH_PREFIX = ".rebuild-papers-"  # then the rebuilding process's id
+SCRATCH_PREFIX = ".rebuild-papers-"  # then the process's id and a random part (host.ScratchFolder)
 FILE_NAME = "papers.sqlite"
 _SCHEMA = """
 CREATE TABLE paper (
@@ -92,8 +90,8 @@ class MergeStore:
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
             remove_abandoned(parent, SCRATCH_PREFIX)
-        self.directory = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, ignore_errors=True)
+        self.scratch = ScratchFolder(parent, SCRATCH_PREFIX)
+        self.directory = self.scratch.path
         path = self.directory / FILE_NAME
         if published is not None:
             shutil.copyfile(published, path)
@@ -170,7 +168,7 @@ class MergeStore:
 
     def discard(self) -> None:
         self.db.close()
-        self._cleanup()
+        self.scratch.remove()
 
     @contextmanager
     def failures_explained(self) -> Iterator[None]:
@@ -195,24 +193,23 @@ class MergeStore:
         if self.changes is None:
             self.db.executescript(_CATALOGUE)
         self.db.close()
-        self._cleanup.detach()  # the collection owns the file now
-        return Collection(self.directory, records - removed, journal_entries)  # less those of removed papers
+        return Collection(self.scratch, records - removed, journal_entries)  # less those of removed papers
 
 
 class Collection:
     """The distinct papers of a rebuild or update, and how many records they were merged from
     (an update's included every record read since the rebuild): a `core.catalogue.Catalogue`.
 
-    Close it (or use it as a context manager) to delete its folder, unless `keep` moved the
-    file out first to become the published collection; it is deleted at garbage collection
-    otherwise. A forked index writer reads its share through `catalogue`, which opens its
-    own connection.
+    Close it (or use it as a context manager) to delete its scratch folder (the collection
+    file too, unless `keep` moved it out first to become the published collection); the folder
+    is deleted at garbage collection otherwise. A forked index writer reads its share through
+    `catalogue`, which opens its own connection.
     """
 
-    def __init__(self, directory: Path, records: int, journal_entries: int = 0) -> None:
-        self.directory = directory
-        self.path = directory / FILE_NAME
-        self._cleanup = weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
+    def __init__(self, scratch: ScratchFolder, records: int, journal_entries: int = 0) -> None:
+        self.directory = scratch.path
+        self.path = scratch.path / FILE_NAME
+        self._scratch = scratch
         self.records = records
         self.journal_entries = journal_entries
         self._db = _connect(self.path)
@@ -267,7 +264,7 @@ class Collection:
 
     def close(self) -> None:
         self._db.close()
-        self._cleanup()
+        self._scratch.remove()
 
     def __enter__(self) -> Collection:
         return self

@@ -77,7 +77,7 @@ def rebuild(
         warn(message)
 
     replayed = Replayed()
-    with backend.exclusive_rebuild():
+    with backend.exclusive_change("rebuild"):
         files = discover(sources)
         changes = backend.journal()
         published = published_changes(backend, changes)

@@ -124,7 +124,7 @@ def add(
     def asked() -> JournalEntry:
         return JournalEntry(_now(), by, read)
 
-    return _update(backend, merge, report, progress, provenance, embed, asked, idempotency)
+    return _update(backend, merge, report, progress, provenance, embed, by, asked, idempotency)
 
 
 def remove(
@@ -148,7 +148,7 @@ def remove(
     def change() -> JournalEntry:
         return JournalEntry(_now(), origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
 
-    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, change, idempotency)
+    return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, origin, change, idempotency)
 
 
 def _update(
@@ -158,13 +158,15 @@ def _update(
     progress: ProgressFactory,
     provenance: dict[str, Any],
     embed: bool,
+    by: str,
     asked: Callable[[], JournalEntry],
     idempotency: Idempotency | None,
 ) -> ChangeReport:
-    """Merge, publish what changed and journal it (`asked`: the change as the journal keeps it),
-    unless the journal holds the change made under the same idempotency key: then its report."""
+    """Merge, publish what changed and journal it (`by`: who asked, as the journal names them; `asked`:
+    the change as the journal keeps it), unless the journal holds the change made under the same
+    idempotency key: then its report."""
     started = time.monotonic()
-    with backend.exclusive_rebuild():
+    with backend.exclusive_change("write", by):
         published = backend.published()
         if published is None:
             raise IndexUnavailable("no index is published: run `searchsvc rebuild` first")

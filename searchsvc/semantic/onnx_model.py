@@ -14,14 +14,13 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 from safetensors.numpy import load_file
 
-from searchsvc.host import remove_abandoned
+from searchsvc.host import ScratchFolder, remove_abandoned
 from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, model_dir, sha256
 
 # SHA-256 of each built file, for onnx==1.23.2, numpy==2.4.6 and protobuf==7.36.2 (pyproject.toml).
@@ -30,7 +29,7 @@ BUILT_SHA256 = {
     "onnx-int8": "9b4629f67034c03049fb3cf69b6bd9647bc93106bdcc3f811e18cda6fdce0c3e",
 }
 
-_TEMP_PREFIX = ".build-"  # then the building process's id: a model file before it is renamed into place
+_TEMP_PREFIX = ".build-"  # a build's folder (host.ScratchFolder), its model file before it is renamed into place
 
 
 class OnnxUnavailable(RuntimeError):
@@ -68,17 +67,16 @@ def _is_expected(path: Path, kind: str) -> bool:
 def _write_atomically(path: Path, build: Callable[[Path], None]) -> None:
     """Build into a temporary file beside `path`, then rename it into place: readers never see half a model."""
     remove_abandoned(path.parent, _TEMP_PREFIX)  # left by a process killed while building
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{os.getpid()}-", suffix=".onnx")
-    os.close(fd)
+    scratch = ScratchFolder(path.parent, _TEMP_PREFIX)
     try:
-        build(Path(tmp))
+        tmp = scratch.path / path.name
+        build(tmp)
         with open(tmp, "rb") as stream:
             os.fsync(stream.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    finally:
+        scratch.remove()
 
 
 def _build_fp32(out: Path) -> None:

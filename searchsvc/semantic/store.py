@@ -17,7 +17,6 @@ import hashlib
 import logging
 import os
 import struct
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -27,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from searchsvc.host import fsync_dir, remove_abandoned
+from searchsvc.host import ScratchFolder, fsync_dir, remove_abandoned
 from searchsvc.semantic.encoder import DIMENSIONS
 
 KEY_BYTES = 16
-_TEMP_PREFIX = ".vectors-"  # then the writing process's id: a save's file before it replaces the store
+TEMP_PREFIX = ".vectors-"  # a save's folder (host.ScratchFolder), its file before it is renamed into place
 _PART = ".part-"  # then the part's number, after the base file's stem
 _EXPONENT = np.uint16(0x7C00)  # a float16's exponent bits
 _SLICE = 1 << 20  # float16 values checked at once (2 MB)
@@ -177,18 +176,18 @@ def append(path: Path, stored: StoredVectors) -> None:
 
 def _write(path: Path, stored: StoredVectors) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_abandoned(path.parent, _TEMP_PREFIX)  # left by a process killed while saving
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{os.getpid()}-", suffix=".npz")
+    remove_abandoned(path.parent, TEMP_PREFIX)  # left by a process killed while saving
+    scratch = ScratchFolder(path.parent, TEMP_PREFIX)
     try:
-        os.fchmod(fd, 0o644)  # readable by the service, like the index files
-        with os.fdopen(fd, "wb") as stream:
+        tmp = scratch.path / path.name
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as stream:
+            os.fchmod(stream.fileno(), 0o644)  # readable by the service, like the index files
             np.savez(stream, keys=stored.keys, vectors=stored.vectors)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    finally:
+        scratch.remove()
     fsync_dir(path.parent)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
@@ -12,10 +13,12 @@ from flask.json.provider import DefaultJSONProvider
 from searchsvc.backends import open_backend
 from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
+from searchsvc.operations import leftovers
 from searchsvc.settings import load_settings
 from searchsvc.web import api, feeds, health, http_errors, metrics, openapi, ui, write_api
 from searchsvc.web.raw_query import refuse_invalid_utf8
 from searchsvc.web.service import Service
+from searchsvc.web.write_body import remove_abandoned_bodies
 
 # The pages load their stylesheet, script and icon from this origin and nothing else: no inline
 # script or style (so injected markup cannot run), no framing, forms submit only here; script
@@ -77,6 +80,22 @@ def _with_request_budget(wsgi_app: Callable[..., Iterable[bytes]], limit_ms: int
             return wsgi_app(environ, start_response)
 
     return budgeted
+
+
+def remove_leftovers(app: Flask) -> None:
+    """At a worker's start, before it serves: delete what killed changes left beside the index, the
+    bodies of killed writes included (operations.leftovers says why, and why nothing in use goes)."""
+    served: Service = app.extensions["searchsvc"]
+    index_dir = served.settings.index_dir
+    if not os.access(index_dir, os.W_OK):
+        return  # nothing built here yet, or an index this server may only read
+    try:
+        removed = remove_abandoned_bodies(served.settings) + leftovers.remove_leftovers(served.backend)
+    except OSError as exc:  # never a reason not to serve
+        app.logger.warning("could not remove what killed changes left beside the index: %s", exc)
+        return
+    if removed:
+        app.logger.info("removed what killed changes left beside the index: %s", ", ".join(removed))
 
 
 def open_index(app: Flask) -> None:

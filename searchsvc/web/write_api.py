@@ -16,7 +16,7 @@ from pathlib import Path
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from searchsvc.core.errors import ChangeNotFound, PaperNotFound, RebuildInProgress, SearchsvcError
+from searchsvc.core.errors import ChangeNotFound, PaperNotFound, RebuildInProgress, SearchsvcError, running_change
 from searchsvc.operations import background_embedding, changes, update
 from searchsvc.operations.update import ChangeReport
 from searchsvc.web import idempotency
@@ -119,7 +119,9 @@ def _change(name: str, make: Callable[[], ChangeReport], body: Path | None = Non
     except RebuildInProgress as busy:
         current_app.logger.warning("change by %s refused: %s", name, busy.explained())
         raise RebuildInProgress(
-            "another change to the index is running (a rebuild or another write): try again in a few seconds",
+            f"another change to the index is running ({running_change(busy.details.get('running'))}): "
+            "try again in a few seconds",
+            busy.details,
             private=busy.explained(),
         ) from None
     except SearchsvcError as failed:

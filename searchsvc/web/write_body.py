@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import IO
 from flask import request
 
 from searchsvc.core.errors import SearchsvcError, SourceFormatError
-from searchsvc.host import remove_abandoned
+from searchsvc.host import ScratchFolder, remove_abandoned
 from searchsvc.settings import Settings
 
 
@@ -55,7 +53,7 @@ MEDIA_TYPES: dict[str, str] = {
 }
 _CHARSETS = frozenset({"utf-8", "utf8", "us-ascii"})  # every reader reads UTF-8
 BODY = "body"  # what errors call the body, in place of the temporary file's path
-_TEMP_PREFIX = ".write-"  # <index_dir>/.write-<pid>-…, removed after each request or, if killed, by the next
+BODY_PREFIX = ".write-"  # <index_dir>/.write-<pid>-<random>: see remove_abandoned_bodies
 _CHUNK_BYTES = 1 << 16
 # The folders of an absolute path in a message (`/srv/sources/a.jsonl:3`), not of a URL or an id.
 _FOLDERS = re.compile(r"(?<![\w.:/~-])/(?:[^\s:'\",;/]+/)+")
@@ -92,15 +90,21 @@ def saved_body(settings: Settings) -> Iterator[Path]:
         raise _too_large(limit)
     # Beside the index when there is one, as a rebuild's scratch files are: /tmp is often memory.
     parent = settings.index_dir if settings.index_dir.is_dir() else None
-    if parent is not None:
-        remove_abandoned(parent, _TEMP_PREFIX)
-    folder = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-", dir=parent))  # mode 0700
+    remove_abandoned_bodies(settings)
+    folder = ScratchFolder(parent, BODY_PREFIX)  # mode 0700
     try:
-        path = folder / f"{BODY}{suffix}"
+        path = folder.path / f"{BODY}{suffix}"
         _copy_at_most(request.stream, path, limit)
         yield path
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        folder.remove()
+
+
+def remove_abandoned_bodies(settings: Settings) -> list[str]:
+    """Delete the bodies of requests whose worker was killed (by a timeout, a signal, a crash), at
+    each write and each worker's start; their names. A body another worker, or another server
+    sharing the index folder, still reads is locked, and kept."""
+    return remove_abandoned(settings.index_dir, BODY_PREFIX)
 
 
 def _copy_at_most(stream: IO[bytes], path: Path, limit: int) -> None:

@@ -29,7 +29,7 @@ def test_real_entry_point_second_rebuild_fails_fast(index_dir: Path, write) -> N
     with process_holding_rebuild_lock(index_dir) as holder:
         second = subprocess.run([SEARCHSVC, "rebuild", str(page)], env=env, capture_output=True, text=True, timeout=60)
     assert second.returncode == 1
-    assert f"error: another rebuild of {index_dir} is running (pid {holder.pid})" in second.stderr
+    assert f"error: another change to {index_dir} is running (a rebuild; pid {holder.pid} on " in second.stderr
     third = subprocess.run([SEARCHSVC, "rebuild", str(page)], env=env, capture_output=True, text=True, timeout=60)
     assert third.returncode == 0, third.stderr
 

@@ -164,7 +164,7 @@ def test_a_forked_child_does_not_keep_the_rebuild_lock(tmp_path: Path) -> None:
     started = context.Event()
     child = context.Process(target=_outlive_the_lock, args=(started, 30), daemon=True)
     try:
-        with store.rebuild_lock():
+        with store.rebuild_lock("rebuild"):
             child.start()
             assert started.wait(timeout=60)  # the child runs: whatever it does on forking is done
         assert child.is_alive()

@@ -124,16 +124,18 @@ def test_a_rebuild_failing_half_way_leaves_the_alias_where_it_was(
 @pytest.mark.reliability
 def test_one_rebuild_at_a_time_and_a_dead_rebuilds_lock_is_taken_over(factory: BackendFactory) -> None:
     settings = factory.settings()
-    with OpenSearchBackend(settings).exclusive_rebuild():
-        with pytest.raises(RebuildInProgress, match=f"process {os.getpid()}"):
-            with OpenSearchBackend(settings).exclusive_rebuild():
+    with OpenSearchBackend(settings).exclusive_change("rebuild"):
+        with pytest.raises(
+            RebuildInProgress, match=rf"another change to .* is running \(a rebuild; pid {os.getpid()} on "
+        ):
+            with OpenSearchBackend(settings).exclusive_change("write", "searchsvc remove"):
                 pass
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     backend = OpenSearchBackend(settings)
     lock = f"{settings.opensearch_index}-rebuild-lock"
     holder = {"host": socket.gethostname(), "pid": int(dead.stdout), "started": "earlier"}
     backend.client.indices.create(index=lock, body={"mappings": {"_meta": holder}})
-    with backend.exclusive_rebuild():  # the process holding it is gone: the lock is stale
+    with backend.exclusive_change("rebuild"):  # the process holding it is gone: the lock is stale
         pass
 
 

@@ -68,9 +68,15 @@ class OpenSearchBackend:
 
     # Building -------------------------------------------------------------------
 
-    def exclusive_rebuild(self) -> AbstractContextManager[None]:
-        """One rebuild per alias at a time, across machines (a lock index only one can create)."""
-        return self.generations.exclusive()
+    def exclusive_change(self, kind: str, by: str = "") -> AbstractContextManager[None]:
+        """One change (a rebuild or a write) per alias at a time, across machines (a lock index only
+        one can create)."""
+        return self.generations.exclusive(kind, by)
+
+    def remove_leftovers(self) -> list[str]:
+        """Nothing: the indices a killed rebuild left are the cluster's, removed when the next change
+        takes its lock (a write adds no index). Taking that lock at every start would refuse writes."""
+        return []
 
     def build(
         self,

@@ -47,13 +47,14 @@ class Generations:
     # The rebuild lock ---------------------------------------------------------------
 
     @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """One rebuild per alias at a time, across machines: a lock index only one can create."""
+    def exclusive(self, kind: str, by: str) -> Iterator[None]:
+        """One change (a rebuild or a write: `kind`, `by` which one) per alias at a time, across
+        machines: a lock index only one can create, which records who holds it."""
         lock = f"{self.alias}-rebuild-lock"
-        holder = {"host": socket.gethostname(), "pid": os.getpid(), "started": now()}
+        holder = {"kind": kind, "by": by, "host": socket.gethostname(), "pid": os.getpid(), "started": now()}
         with cluster_errors(self.where):
             if not self._take_lock(lock, holder):
-                raise RebuildInProgress(self._lock_message(lock))
+                raise self._refused(lock)
         try:
             with cluster_errors(self.where):
                 self.prune(keep=None)  # indices left by a rebuild that was killed
@@ -92,12 +93,11 @@ class Generations:
             return False
         return pid > 0 and not running(pid)
 
-    def _lock_message(self, lock: str) -> str:
-        holder = self._lock_holder(lock)
-        who = f" (process {holder.get('pid')} on {holder.get('host')}, since {holder.get('started')})" if holder else ""
-        return (
-            f"another rebuild of alias {self.alias!r} is running{who}; if it died on another machine, "
-            f"delete the index {lock!r}"
+    def _refused(self, lock: str) -> RebuildInProgress:
+        return RebuildInProgress.held_by(
+            self._lock_holder(lock),
+            f"alias {self.alias!r}",
+            f"if it died on another machine, delete the index {lock!r}",
         )
 
     # Loading and publishing -----------------------------------------------------------

@@ -85,11 +85,15 @@ class WhooshBackend:
     # Building -------------------------------------------------------------------
 
     @contextmanager
-    def exclusive_rebuild(self) -> Iterator[None]:
-        """Only one rebuild per index directory; a second one fails at once."""
-        with self.store.rebuild_lock():
-            self.store.prune()  # partial generations left by a rebuild that was killed
+    def exclusive_change(self, kind: str, by: str = "") -> Iterator[None]:
+        """One change (a rebuild or a write) per index directory; a second one fails at once."""
+        with self.store.rebuild_lock(kind, by):
+            self.store.prune()  # partial generations left by a change that was killed
             yield
+
+    def remove_leftovers(self) -> list[str]:
+        """Partial generations of killed changes, removed unless a change runs now."""
+        return self.store.remove_leftovers()
 
     def build(
         self,

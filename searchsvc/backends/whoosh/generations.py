@@ -3,7 +3,8 @@
 Layout of the index directory::
 
     CURRENT                 name of the published generation (replaced atomically)
-    rebuild.lock            held (flock) by the one running rebuild
+    rebuild.lock            held (flock) by the one running change (a rebuild or a write), which
+                            records in it what it is and which process runs it
     generations/<name>/     one complete Whoosh index each, plus
         manifest.json       written last: a generation without it is unfinished
         readers.lock        shared-locked by every process serving this generation
@@ -12,7 +13,7 @@ Whoosh's own generation numbers restart at 1 in every new directory and
 `Searcher.refresh()` returns stale documents after updates (see docs/decisions.md),
 so readers watch the pointer file and open a generation by its directory instead.
 flock locks belong to the open file, so a process that dies, even by SIGKILL,
-releases them: no stale lock can block the next rebuild or keep a generation alive.
+releases them: no stale lock can block the next change or keep a generation alive.
 A forked child shares that open file, so it closes its copy of the rebuild lock at once
 (the index writers are forked while the lock is held).
 """
@@ -26,6 +27,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +48,9 @@ MANIFEST = "manifest.json"
 _GENERATION_NAME = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
 _DIGESTS_KEPT = 4096  # files whose digests a process remembers (a generation has a few dozen)
 _POINTER_BYTES = 256  # a generation name is 30; more is not a pointer, and need not be read
+_HOLDER_BYTES = 1024  # of the change lock's record (JSON), read when the lock is refused
+# What `_write_atomically` leaves if killed before its rename, in the index folder (`.CURRENT.<pid>.tmp`).
+_POINTER_TEMPORARY = re.compile(rf"\.{POINTER}\.[0-9]+\.tmp")
 FILES = "files"  # the manifest's digest of each file, checked before a generation is opened
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -90,22 +95,55 @@ class GenerationStore:
     # Writing side ---------------------------------------------------------------
 
     @contextmanager
-    def rebuild_lock(self) -> Iterator[None]:
-        """Hold the directory's rebuild lock, or fail at once if another rebuild has it."""
+    def rebuild_lock(self, kind: str, by: str = "") -> Iterator[None]:
+        """Hold the directory's change lock for one change (`kind` as in core.errors.CHANGE_KINDS,
+        `by` which one in its own words), or fail at once, naming the change that holds it."""
         self.generations.mkdir(parents=True, exist_ok=True)
+        with self._change_lock(kind, by) as holder:
+            if holder is not None:
+                raise RebuildInProgress.held_by(holder, str(self.root), "try again when it has finished")
+            yield
+
+    def remove_leftovers(self) -> list[str]:
+        """Delete what killed changes left (unfinished generations, a pointer never renamed into
+        place) unless a change runs now, whose own files they may be; return their names. The lock
+        is taken only when there is something to remove: a write meanwhile would be refused."""
+        if not self.generations.is_dir() or not (unfinished := self._unfinished()):
+            return []  # nothing was ever built here, or nothing was left: take no lock
+        with self._change_lock("start", "") as holder:
+            if holder is not None:
+                return []  # the running change, or the next one, removes them
+            pointers = [path for path in unfinished if path.parent == self.root]
+            for path in pointers:
+                path.unlink(missing_ok=True)
+            return self.prune() + [path.name for path in pointers]
+
+    def _unfinished(self) -> list[Path]:
+        """Generations without a manifest but the published one, and pointers never renamed."""
+        current = self.current_name()
+        found = [
+            path
+            for path in self.generations.iterdir()
+            if _GENERATION_NAME.fullmatch(path.name) and path.name != current and not (path / MANIFEST).exists()
+        ]
+        return found + [path for path in self.root.glob(f".{POINTER}.*.tmp") if _POINTER_TEMPORARY.fullmatch(path.name)]
+
+    @contextmanager
+    def _change_lock(self, kind: str, by: str) -> Iterator[dict[str, Any] | None]:
+        """None while this process holds the change lock, with `kind`, `by` and who it is recorded
+        in it; else, at once, the record of the change holding it."""
         fd = os.open(self.root / REBUILD_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         _HELD_LOCKS.add(fd)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-                raise RebuildInProgress(
-                    f"another rebuild of {self.root} is running (pid {holder}); try again when it has finished"
-                ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
-            yield
+                yield _holder(fd)
+                return
+            record = {"kind": kind, "by": by, "pid": os.getpid(), "host": socket.gethostname()}
+            written = os.pwrite(fd, json.dumps(record).encode("utf-8"), 0)
+            os.ftruncate(fd, written)  # after writing: a reader sees a whole record, if an older one
+            yield None
         finally:
             if fd in _HELD_LOCKS:  # not in a forked child, which closed it already
                 _HELD_LOCKS.discard(fd)
@@ -249,6 +287,17 @@ class GenerationHold:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _holder(fd: int) -> dict[str, Any]:
+    """What the change holding the lock recorded: a JSON object (an earlier version wrote its pid alone)."""
+    try:
+        record = json.loads(os.pread(fd, _HOLDER_BYTES, 0))
+    except ValueError:  # being written, or cut short: a record of nothing
+        return {}
+    if isinstance(record, int):
+        return {"pid": record}
+    return record if isinstance(record, dict) else {}
 
 
 def _read_manifest(generation: Path) -> dict[str, Any] | None:

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +8,7 @@ import pytest
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, catalogue_key, paper_id_for_title
 from searchsvc.core.text import normalise_title
+from searchsvc.host import ScratchFolder
 from searchsvc.ingest.collection import SCRATCH_PREFIX
 from searchsvc.ingest.merging import merge_records
 from searchsvc.ingest.sources import discover, read_records
@@ -233,12 +231,10 @@ def test_merged_papers_are_held_in_a_scratch_file_removed_on_close_or_failure(tm
 
 
 def test_a_scratch_folder_left_by_a_killed_rebuild_is_removed_by_the_next(tmp_path: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    abandoned = tmp_path / f"{SCRATCH_PREFIX}{child.pid}-x"
-    in_use = tmp_path / f"{SCRATCH_PREFIX}{os.getppid()}-y"  # a rebuild of another index, still running
-    for folder in (abandoned, in_use):
-        folder.mkdir()
+    abandoned = tmp_path / f"{SCRATCH_PREFIX}1-x"  # its lock went with its process
+    in_use = ScratchFolder(tmp_path, SCRATCH_PREFIX)  # a rebuild of another index, still running
+    for folder in (abandoned, in_use.path):
+        folder.mkdir(exist_ok=True)
         (folder / "papers.sqlite").write_bytes(b"x" * 100)
     with merge_records([], lambda m: None, tmp_path) as collection:
-        assert sorted(tmp_path.iterdir()) == sorted([in_use, collection.directory])
+        assert sorted(tmp_path.iterdir()) == sorted([in_use.path, collection.directory])

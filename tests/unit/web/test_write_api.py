@@ -6,9 +6,11 @@ from __future__ import annotations
 import gzip
 import io
 import logging
+import runpy
 import time
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,8 +23,10 @@ from searchsvc.settings.write_tokens import entry_for, new_token
 from searchsvc.web.write_body import MEDIA_TYPES
 from tests.helpers.apps import app_for
 from tests.helpers.indexes import MakeIndex
+from tests.helpers.paths import REPO
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
 from tests.helpers.records import BILLION_LAUGHS, jsonl, made_up_papers
+from tests.unit.test_host import dead_pid, held_by_another_host
 
 WRITER = "ci-bot"
 TOKEN = new_token()
@@ -345,8 +349,13 @@ def test_a_change_while_another_holds_the_index_is_a_409_with_retry_after(
         for response in (post(client, jsonl(NEW_PAPERS)), delete(client, "wombat-00")):
             busy = error(response, 409)
             assert busy["code"] == "rebuild_in_progress" and int(response.headers["Retry-After"]) > 0
+            assert busy["message"].startswith("another change to the index is running (a rebuild): try again")
+            assert busy["details"] == {"running": "rebuild"}
             assert str(backend.settings.index_dir) not in busy["message"]  # the path is the operator's
         assert client.get("/api/search?q=wombat").status_code == 200  # reads go on meanwhile
+    with process_holding_rebuild_lock(backend.settings.index_dir, "write", "searchsvc remove"):
+        busy = error(delete(client, "wombat-00"), 409)
+        assert busy["message"].startswith("another change to the index is running (a write): try again")
     assert generation(client) == before and total(client, "numbat") == 0
     assert post(client, jsonl(NEW_PAPERS)).status_code == 200  # and the lock's end ends the refusals
 
@@ -373,6 +382,56 @@ def test_a_temporary_folder_left_by_a_killed_worker_is_removed_by_the_next_write
     (left / "body.jsonl").write_text("{}\n", encoding="utf-8")
     post(client, jsonl(NEW_PAPERS))
     assert not left.exists()
+
+
+def test_a_body_another_server_still_reads_is_kept_whatever_pid_its_name_shows(
+    client: FlaskClient, backend: WhooshBackend
+) -> None:
+    """Issue #36: two servers sharing the index folder from different PID namespaces deleted each
+    other's uploads: the other's pid names no process here, or another one."""
+    theirs = backend.settings.index_dir / f".write-{dead_pid()}-other-host"  # no process here has its pid
+    with held_by_another_host(theirs):
+        (theirs / "body.jsonl").write_text("{}\n", encoding="utf-8")
+        assert post(client, jsonl(NEW_PAPERS)).status_code == 200
+        assert (theirs / "body.jsonl").exists()
+        assert list(backend.settings.index_dir.glob(".write-*")) == [theirs]  # this write's own is gone
+
+
+def test_what_killed_changes_left_is_removed_when_a_worker_starts(app: Flask, backend: WhooshBackend) -> None:
+    """Issue #36: a killed `searchsvc add` or worker left its scratch copy, its body and its partial
+    generation until the next change; the start of a worker (gunicorn's post_worker_init, as `searchsvc
+    serve` and the Procfile run it) removes them, and nothing in use or not ours."""
+    index_dir = backend.settings.index_dir
+    partial = backend.store.new_generation()  # a killed change's: no manifest
+    left = [
+        index_dir / ".rebuild-papers-1-killed-add",
+        index_dir / ".write-1-killed-worker",
+        backend.settings.vector_store_dir / ".vectors-1-killed-save",
+    ]
+    for folder in left:
+        folder.mkdir(parents=True)
+        (folder / "scratch").write_bytes(b"x" * 100)
+    (index_dir / ".CURRENT.1.tmp").write_text(partial.name, encoding="utf-8")
+    kept = [index_dir / "notes.txt", index_dir / ".write-notes"]
+    for path in kept:
+        path.write_text("not ours", encoding="utf-8")
+    hooks = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
+    with held_by_another_host(index_dir / ".rebuild-papers-2-running-elsewhere"):
+        hooks["post_worker_init"](SimpleNamespace(wsgi=app))
+        assert (index_dir / ".rebuild-papers-2-running-elsewhere").is_dir()
+    assert not any(path.exists() for path in [*left, partial, index_dir / ".CURRENT.1.tmp"])
+    assert all(path.read_text(encoding="utf-8") == "not ours" for path in kept)
+    assert generation(app.test_client()) == backend.store.current_name()
+
+
+def test_a_start_leaves_the_partial_generation_of_a_change_that_runs(app: Flask, backend: WhooshBackend) -> None:
+    building = backend.store.new_generation()
+    hooks = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
+    with process_holding_rebuild_lock(backend.settings.index_dir, "write"):
+        hooks["post_worker_init"](SimpleNamespace(wsgi=app))
+        assert building.is_dir()
+    hooks["post_worker_init"](SimpleNamespace(wsgi=app))
+    assert not building.exists()
 
 
 def test_the_body_file_is_private(client: FlaskClient, backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch) -> None:

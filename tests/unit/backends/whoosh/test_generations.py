@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,13 +19,14 @@ from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProg
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.ingest.collection import Collection
+from searchsvc.operations import update
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.operations.search import search
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex, build_index, titles
 from tests.helpers.paths import SEEDS
 from tests.helpers.rebuild_lock import process_holding_rebuild_lock
-from tests.helpers.records import jsonl
+from tests.helpers.records import jsonl, made_up_papers
 
 
 class _Part:
@@ -79,10 +81,48 @@ def test_generation_failing_its_check_is_not_published(backend: WhooshBackend, m
 
 
 def test_second_rebuild_fails_fast_while_one_holds_the_lock(backend: WhooshBackend) -> None:
-    with backend.store.rebuild_lock():
-        with pytest.raises(RebuildInProgress, match=rf"another rebuild of .* is running \(pid {os.getpid()}\)"):
+    with backend.store.rebuild_lock("rebuild"):
+        with pytest.raises(
+            RebuildInProgress, match=rf"another change to .* is running \(a rebuild; pid {os.getpid()} on "
+        ):
             rebuild(backend, [SEEDS])
     rebuild(backend, [SEEDS])  # the lock is released with its holder
+
+
+def test_a_change_refused_while_a_write_holds_the_lock_says_a_write_runs(
+    make_index: MakeIndex, write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #36: a rebuild refused while `searchsvc add` held the lock said "another rebuild"."""
+    backend = make_index(made_up_papers("wombat", 3), semantic_ranking=False)
+    refused: list[RebuildInProgress] = []
+    applying = backend.apply
+
+    def apply(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with pytest.raises(RebuildInProgress) as caught:  # a rebuild started meanwhile, in another process
+            rebuild(WhooshBackend(backend.settings), [SEEDS])
+        refused.append(caught.value)
+        return applying(*args, **kwargs)
+
+    monkeypatch.setattr(backend, "apply", apply)
+    added = write("new.jsonl", jsonl([{"id": "n1", "title": "Brand New Paper", "year": 2030}]))
+    update.add(backend, [added])
+    [busy] = refused
+    root, host = backend.settings.index_dir, socket.gethostname()
+    assert busy.message == (
+        f"another change to {root} is running (a write: searchsvc add {added}; pid {os.getpid()} on {host}); "
+        "try again when it has finished"
+    )
+    assert busy.details == {"running": "write"}
+
+
+def test_a_lock_held_by_an_earlier_version_says_either_may_run(tmp_path: Path) -> None:
+    """Its record is the holder's pid alone: the kind of change is not known."""
+    store = GenerationStore(tmp_path / "index")
+    with store.rebuild_lock("rebuild"):
+        (store.root / "rebuild.lock").write_text("4242")
+        with pytest.raises(RebuildInProgress, match=r"\(a rebuild or a write; pid 4242\); try again"):
+            with store.rebuild_lock("write"):
+                pass
 
 
 @pytest.mark.reliability
@@ -91,9 +131,9 @@ def test_lock_of_a_killed_rebuild_does_not_block(tmp_path: Path) -> None:
     store = GenerationStore(tmp_path / "index")
     with process_holding_rebuild_lock(store.root) as holder:
         with pytest.raises(RebuildInProgress, match=rf"pid {holder.pid}"):
-            with store.rebuild_lock():
+            with store.rebuild_lock("rebuild"):
                 pass
-    with store.rebuild_lock():
+    with store.rebuild_lock("rebuild"):
         pass
 
 

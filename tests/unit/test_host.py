@@ -1,0 +1,83 @@
+"""Scratch folders told apart by their locks, not by the pid in their names: two servers sharing an
+index folder from different PID namespaces (containers on one volume) see each other's pids as
+dead, or as some other live process."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from searchsvc.host import SCRATCH_LOCK, ScratchFolder, remove_abandoned
+
+PREFIX = ".write-"
+_MAKE_AND_WAIT = """
+import sys, time
+from pathlib import Path
+from searchsvc.host import ScratchFolder
+folder = ScratchFolder(Path(sys.argv[1]), sys.argv[2])
+print(folder.path, flush=True)
+time.sleep(60)
+"""
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@contextmanager
+def held_by_another_host(folder: Path) -> Iterator[None]:
+    """`folder` in use by a process this one cannot see: only its lock tells."""
+    folder.mkdir()
+    fd = os.open(folder / SCRATCH_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def test_a_folder_in_use_is_kept_and_an_abandoned_one_removed_whatever_pid_their_names_show(tmp_path: Path) -> None:
+    """Issue #36: each server deleted the other's uploads, their pids being dead in its own namespace."""
+    in_use = tmp_path / f"{PREFIX}{dead_pid()}-other-host"
+    abandoned = tmp_path / f"{PREFIX}{os.getppid()}-killed"  # its pid names a live process here
+    abandoned.mkdir()
+    (abandoned / "body.jsonl").write_text("{}\n", encoding="utf-8")
+    with held_by_another_host(in_use):
+        (in_use / "body.jsonl").write_text("{}\n", encoding="utf-8")
+        assert remove_abandoned(tmp_path, PREFIX) == [abandoned.name]
+        assert (in_use / "body.jsonl").exists() and not abandoned.exists()
+    assert remove_abandoned(tmp_path, PREFIX) == [in_use.name]  # once its process let go
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_scratch_folder_is_locked_while_used_and_removed_after_its_process_is_killed(tmp_path: Path) -> None:
+    mine = ScratchFolder(tmp_path, PREFIX)
+    assert mine.path.name.startswith(f"{PREFIX}{os.getpid()}-") and mine.path.stat().st_mode & 0o777 == 0o700
+    child = subprocess.Popen([sys.executable, "-c", _MAKE_AND_WAIT, str(tmp_path), PREFIX], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        theirs = Path(child.stdout.readline().decode().strip())
+        assert remove_abandoned(tmp_path, PREFIX) == [] and theirs.is_dir()
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+    assert remove_abandoned(tmp_path, PREFIX) == [theirs.name]
+    mine.remove()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_only_names_with_the_prefix_are_touched(tmp_path: Path) -> None:
+    others = [tmp_path / "write-1-x", tmp_path / ".writer-1-x", tmp_path / "notes.txt"]
+    for path in others:
+        path.write_text("theirs", encoding="utf-8")
+    (tmp_path / f"{PREFIX}link").symlink_to(tmp_path / "notes.txt")
+    assert remove_abandoned(tmp_path, PREFIX) == []
+    assert all(path.read_text(encoding="utf-8") == "theirs" for path in others)
