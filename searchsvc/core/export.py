@@ -3,7 +3,7 @@
 Each writer streams one `str` chunk per paper (CSV adds a header chunk first), so a web route can send an
 export of any size without holding it in memory. Every format is made safe for whatever text a record holds:
 JSON lines re-import with `searchsvc rebuild`, BibTeX entries always parse (special characters are escaped,
-braces stay balanced), and CSV cells cannot run as spreadsheet formulas.
+braces stay balanced), and CSV cells cannot run as spreadsheet formulas yet re-import as they were.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from searchsvc.core.text import fold
 _LIST_SEPARATOR = "; "
 _CSV_HEADER = ("id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url")
 _IDENTIFIERS = ("doi", "arxiv", "url")  # the columns (CSV) and keys (JSON lines) of Paper.identifiers
-# OWASP CSV injection: a cell starting with one of these may be run as a formula by a spreadsheet.
+# OWASP CSV injection: a cell starting with one of these may be run as a formula by a spreadsheet,
+# so it is written after a `'` (which spreadsheets show as text). A cell starting with `'` is marked
+# too, so the CSV reader can always take the mark off again (`csv_text`): an export re-imports.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_MARKED_STARTS = (*_FORMULA_STARTS, "'")
 
 # One pass over the text, so the braces of a replacement are never escaped again. `\{` is not used for braces:
 # BibTeX and biber's btparse count braces without regard to backslashes, so an unbalanced `\{` breaks the entry.
@@ -81,7 +84,7 @@ def _write_csv(papers: Iterable[Paper]) -> Iterator[str]:
     def row(cells: Iterable[str]) -> str:
         buffer.seek(0)
         buffer.truncate()
-        writer.writerow([_defuse(cell) for cell in cells])
+        writer.writerow([csv_cell(cell) for cell in cells])
         return buffer.getvalue()
 
     yield row(_CSV_HEADER)
@@ -99,8 +102,16 @@ def _write_csv(papers: Iterable[Paper]) -> Iterator[str]:
         )
 
 
-def _defuse(cell: str) -> str:
-    return "'" + cell if cell.startswith(_FORMULA_STARTS) else cell
+def csv_cell(text: str) -> str:
+    """`text` as a CSV cell no spreadsheet runs as a formula: marked with a leading `'` when it
+    starts like one (or with `'`)."""
+    return "'" + text if text.startswith(_MARKED_STARTS) else text
+
+
+def csv_text(cell: str) -> str:
+    """The text `csv_cell` wrote `cell` for: its mark taken off (a cell no export marked, such as
+    "'quoted'", is kept as it is)."""
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_MARKED_STARTS) else cell
 
 
 def _write_bibtex(papers: Iterable[Paper]) -> Iterator[str]:

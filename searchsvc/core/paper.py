@@ -19,6 +19,9 @@ _SLUG_MAX_CHARS = 60
 # DOIs and prefixes, never `..`, a leading `/`, spaces, markup or control characters.
 MAX_ID_CHARS = 200
 _ID = re.compile(rf"[A-Za-z0-9._:/-]{{1,{MAX_ID_CHARS}}}")
+# What follows a paper's id in the address of one of its sub-pages (`/api/papers/<id>/related`,
+# web/api.py): an id ending in it would be read as the other paper's sub-page.
+SUB_PAGES = ("related",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,4 +119,11 @@ def id_problem(paper_id: str) -> str | None:
         return f"may hold only letters A-Z and a-z, digits and . _ : / -, found {bad!r}"
     if paper_id.startswith("/") or ".." in paper_id:
         return "must not start with / or contain .."
+    segments = paper_id.split("/")
+    # Browsers drop a `.` segment from a link (RFC 3986) and proxies merge `//` (nginx's
+    # merge_slashes): the link would lead to another address.
+    if "." in segments or "" in segments:
+        return "must not have a part between slashes that is . or empty (./x, a//b, x/): its link leads elsewhere"
+    if len(segments) > 1 and segments[-1] in SUB_PAGES:
+        return f"must not end in /{segments[-1]}: that is the address of a paper's sub-page"
     return None

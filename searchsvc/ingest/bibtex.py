@@ -1,11 +1,12 @@
 """Reader for BibTeX files (`.bib`), as Zotero, JabRef, arXiv and Google Scholar export them.
 
 Parsing is bibtexparser 2's (docs/decisions.md, "BibTeX"); this module feeds it one entry at a
-time so memory stays flat however long the file is, keeps the `@string` macros defined so far,
-and maps fields: LaTeX to Unicode, names to "First Last", `keywords` and `primaryClass` to
-subjects, `doi`, `eprint` (arXiv) and `url` to identifiers. An entry in the plain shape that
-reference managers write (braced or quoted values and numbers, no macros) is read by a scanner
-of our own, in a fraction of bibtexparser's time (docs/performance.md, "Source readers");
+time so memory stays flat however long the file is, keeps the `@string` macros defined so far
+and joins `#` expressions with them (ingest/bibtex_strings.py), and maps fields: LaTeX to
+Unicode, names to "First Last", `keywords` and `primaryClass` to subjects, `doi`, `eprint`
+(arXiv) and `url` to identifiers. An entry in the plain shape that reference managers write
+(braced or quoted values and numbers, no macros) is read by a scanner of our own, in a fraction
+of bibtexparser's time (docs/performance.md, "Source readers");
 anything else, and every error, is bibtexparser's.
 """
 
@@ -19,8 +20,7 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 import bibtexparser
-from bibtexparser.library import Library
-from bibtexparser.middlewares import RemoveEnclosingMiddleware, ResolveStringReferencesMiddleware
+from bibtexparser.middlewares import RemoveEnclosingMiddleware
 from bibtexparser.middlewares.names import InvalidNameError, parse_single_name_into_parts
 from bibtexparser.model import Entry, ParsingFailedBlock, String
 from pylatexenc.latex2text import LatexNodes2Text
@@ -28,6 +28,7 @@ from pylatexenc.latex2text import LatexNodes2Text
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
+from searchsvc.ingest.bibtex_strings import resolved
 from searchsvc.ingest.fields import FieldProblem, one_line, preview, split_list, year_in
 from searchsvc.ingest.lines import MAX_LINE_BYTES, line_chunks
 
@@ -86,22 +87,24 @@ _library_log.propagate = False
 
 
 class _Entry(NamedTuple):
-    """An entry's key, its line within the text it was read from, and its fields (names lower case,
-    values without their enclosing braces or quotes)."""
+    """An entry's key, its line within the text it was read from, its fields (names lower case,
+    values without their enclosing braces or quotes, macros and `#` resolved), and what could not
+    be resolved in them, by field."""
 
     key: str
     line: int
     fields: dict[str, str]
+    unresolved: dict[str, str]
 
 
 def read_bibtex(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     """Yield one paper per entry (`@string`, `@comment` and `@preamble` are not papers)."""
-    macros = Library()  # the @string blocks read so far: entries below may use them
+    macros: dict[str, str] = {}  # the @string texts read so far, by lower-case name: entries below may use them
     found = 0
     source = str(path)
     for first_line, text in _entry_texts(path):
         plain = _plain_entry(text)
-        for entry in [plain] if plain is not None else _parse(path, first_line, text, macros):
+        for entry in [plain] if plain is not None else _parse(path, first_line, text, macros, warn):
             yield _paper(source, first_line + entry.line, entry, warn)
             found += 1
     if found == 0:
@@ -173,7 +176,7 @@ def _plain_entry(text: str) -> _Entry | None:
         at = closing.end()
     if text[at:].strip():
         return None
-    return _Entry(head[2], text.count("\n", 0, head.start(1)), fields)
+    return _Entry(head[2], text.count("\n", 0, head.start(1)), fields, {})
 
 
 def _plain_value(text: str, at: int) -> tuple[str | None, int]:
@@ -195,25 +198,37 @@ def _plain_value(text: str, at: int) -> tuple[str | None, int]:
     return (number[0], number.end()) if number else (None, at)
 
 
-def _parse(path: Path, first_line: int, text: str, macros: Library) -> list[_Entry]:
-    before = len(macros.blocks)
-    bibtexparser.parse_string(
-        text, parse_stack=[ResolveStringReferencesMiddleware(True), RemoveEnclosingMiddleware(True)], library=macros
-    )
-    new = macros.blocks[before:]
-    macros.remove([block for block in new if not isinstance(block, String)])
+def _parse(path: Path, first_line: int, text: str, macros: dict[str, str], warn: Callable[[str], None]) -> list[_Entry]:
+    """The entries of `text`; its `@string` blocks are added to `macros`, for them and those below."""
+    blocks = bibtexparser.parse_string(text, parse_stack=[RemoveEnclosingMiddleware(True)]).blocks
     # start_line is typed optional for blocks built by hand; the parser gives every block its line.
-    for block in new:
+    for block in blocks:
         if isinstance(block, ParsingFailedBlock):
             key = _key_in(block.raw)
             problem = str(block.error) or type(block.error).__name__
             line = first_line + cast(int, block.start_line)
             raise SourceFormatError(str(path), line, f"entry {key}cannot be read: {problem}")
-    return [
-        _Entry(b.key, cast(int, b.start_line), {f.key.lower(): str(f.value) for f in b.fields})
-        for b in new
-        if isinstance(b, Entry) and b.entry_type.lower() not in _NOT_ENTRIES
-    ]
+    entries = []
+    for block in blocks:
+        if isinstance(block, String):
+            macros[block.key.lower()], problem = _text_of(str(block.value), block.enclosing, macros)
+            if problem:
+                warn(f"{path}:{first_line + cast(int, block.start_line)}: @string {preview(block.key)} {problem}")
+        elif isinstance(block, Entry) and block.entry_type.lower() not in _NOT_ENTRIES:
+            fields, unresolved = {}, {}
+            for field in block.fields:
+                name = field.key.lower()
+                fields[name], problem = _text_of(str(field.value), field.enclosing, macros)
+                if problem:
+                    unresolved[name] = problem
+            entries.append(_Entry(block.key, cast(int, block.start_line), fields, unresolved))
+    return entries
+
+
+def _text_of(value: str, enclosing: str | None, macros: dict[str, str]) -> tuple[str, str]:
+    """A value's text and what could not be resolved in it: RemoveEnclosingMiddleware took the braces or
+    quotes off one text and marked a value that is not one (a macro name, a `#` expression)."""
+    return resolved(value, macros) if enclosing == "no-enclosing" else (value, "")
 
 
 def _key_in(raw: str | None) -> str:
@@ -222,10 +237,14 @@ def _key_in(raw: str | None) -> str:
 
 
 def _paper(source: str, line: int, entry: _Entry, warn: Callable[[str], None]) -> Paper:
-    fields = entry.fields
+    read: set[str] = set()  # the fields the paper took: a macro left undefined elsewhere (month = jan) is no matter
+
+    def given(name: str) -> str | None:
+        read.add(name)
+        return entry.fields.get(name)
 
     def text(name: str) -> str:
-        value = fields.get(name)
+        value = given(name)
         return latex_to_text(value) if value is not None else ""
 
     title = text("title")
@@ -235,28 +254,33 @@ def _paper(source: str, line: int, entry: _Entry, warn: Callable[[str], None]) -
         year = year_in(text("year") or text("date"))
     except FieldProblem as exc:
         raise SourceFormatError(source, line, f"entry {preview(entry.key)}: {exc}") from None
-    identifiers = _identifiers(fields, text)
+    identifiers = _identifiers(given, text)
     for name, kept in (("doi", identifiers.doi), ("url", identifiers.url)):
-        if not kept and fields.get(name, "").strip():
-            warn(f"{source}:{line}: entry {preview(entry.key)}: {name} {preview(fields[name])} is not valid; ignored")
+        value = given(name) or ""
+        if not kept and value.strip():
+            warn(f"{source}:{line}: entry {preview(entry.key)}: {name} {preview(value)} is not valid; ignored")
     keywords = split_list(text("keywords"))
     primary = text("primaryclass")
-    return Paper(
+    authors = given("author")
+    paper = Paper(
         id=_own_id(text("note")) or paper_id_for_title(title),
         title=title,
         abstract=text("abstract"),
         year=year,
         subjects=[primary, *(k for k in keywords if k != primary)] if primary else keywords,
-        authors=_names(fields["author"]) if "author" in fields else [],
+        authors=_names(authors) if authors is not None else [],
         sources=[SourceLocation(source, line)],
         identifiers=identifiers,
     )
+    for name in sorted(read & entry.unresolved.keys()):
+        warn(f"{source}:{line}: entry {preview(entry.key)}: {name} {entry.unresolved[name]}")
+    return paper
 
 
-def _identifiers(fields: dict[str, str], text: Callable[[str], str]) -> Identifiers:
+def _identifiers(given: Callable[[str], str | None], text: Callable[[str], str]) -> Identifiers:
     def raw(name: str) -> str:
         """`doi`, `url` and `eprint` are verbatim in BibTeX, not LaTeX; some tools escape a few characters anyway."""
-        value = fields.get(name)
+        value = given(name)
         return _ESCAPED_IN_VERBATIM.sub(r"\1", one_line(value)) if value is not None else ""
 
     arxiv = raw("eprint") if text("archiveprefix").lower() in ("", "arxiv") else ""

@@ -18,6 +18,7 @@ from searchsvc.core.paper import Paper
 from searchsvc.ingest.arxiv_atom import ATOM, read_arxiv_atom
 from searchsvc.ingest.arxiv_oai import read_arxiv_oai
 from searchsvc.ingest.bibtex import read_bibtex
+from searchsvc.ingest.field_limits import DEFAULT_LIMITS, FieldLimits, limited
 from searchsvc.ingest.jsonl import read_jsonl
 from searchsvc.ingest.lines import numbered_lines
 from searchsvc.ingest.openalex import read_openalex
@@ -141,13 +142,17 @@ def discover(paths: Iterable[Path]) -> list[Path]:
 
 
 def read_records(
-    files: Iterable[Path], warn: Callable[[str], None], counts: Counter[str] | None = None
+    files: Iterable[Path],
+    warn: Callable[[str], None],
+    counts: Counter[str] | None = None,
+    limits: FieldLimits = DEFAULT_LIMITS,
 ) -> Iterator[Paper]:
-    """Stream the records of every file, in order, each through its format's reader; `counts`
-    (if given) counts the records read per format name."""
+    """Stream the records of every file, in order, each through its format's reader and within
+    `limits` (the settings' field lengths: `FieldLimits.of(settings)`); `counts` (if given)
+    counts the records read per format name."""
     for path in files:
         source = source_format(path)
         for paper in source.read(path, warn):
             if counts is not None:
                 counts[source.name] += 1
-            yield paper
+            yield limited(paper, limits, warn)

@@ -2,7 +2,8 @@
 
 Columns `title` (required), `abstract`, `year`, `authors` and `subjects` (each separated by `;`),
 and optionally `id`, `doi`, `url`, `arxiv`; others are ignored, names are case-insensitive.
-UTF-8 with or without a byte-order mark (as Excel saves it).
+UTF-8 with or without a byte-order mark (as Excel saves it). A cell our CSV export marked with a
+leading `'` against formula injection (`'=…`, `'-…`, `''…`) is read without the mark.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.export import csv_text
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
 from searchsvc.ingest.fields import FieldProblem, one_line, preview, split_list, year_in
@@ -44,7 +46,7 @@ def read_table(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
                 raise SourceFormatError(
                     where, rows.line_num, f"row has {len(row)} cells, the header names {len(header)}"
                 )
-            cells = {name: one_line(row[i]) if i < len(row) else "" for name, i in columns.items()}
+            cells = {name: one_line(csv_text(row[i])) if i < len(row) else "" for name, i in columns.items()}
             try:
                 yield _paper(cells, SourceLocation(where, rows.line_num), warn)
             except FieldProblem as exc:

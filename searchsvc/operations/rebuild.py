@@ -11,6 +11,7 @@ from pathlib import Path
 from searchsvc.backends import Backend
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
+from searchsvc.ingest.field_limits import FieldLimits
 from searchsvc.ingest.merging import Replayed, merge_records
 from searchsvc.ingest.sources import discover, read_records
 from searchsvc.operations.published import keep_collection, prune_collections, published_changes
@@ -84,7 +85,7 @@ def rebuild(
         by_format: Counter[str] = Counter()
         with progress("reading", None) as advance:
             # Beside the index, not in /tmp: that is often a RAM disk, whose files would count as memory.
-            records = counted(read_records(files, note, by_format), advance)
+            records = counted(read_records(files, note, by_format, FieldLimits.of(backend.settings)), advance)
             replay = () if discard_changes else changes.changes(published)
             collection = merge_records(records, note, backend.settings.index_dir, replay, replayed)
         names = [str(path) for path in files]

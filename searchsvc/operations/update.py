@@ -26,6 +26,7 @@ from searchsvc.core.errors import IndexUnavailable, SearchsvcError
 from searchsvc.core.paper import Paper, SourceLocation
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
 from searchsvc.ingest.collection import MergeStore
+from searchsvc.ingest.field_limits import FieldLimits
 from searchsvc.ingest.merging import merge_into
 from searchsvc.ingest.sources import discover, read_records
 from searchsvc.operations.published import collection_file, keep_collection, prune_collections, published_changes
@@ -113,7 +114,7 @@ def add(
     def merge(store: MergeStore) -> int:
         files = discover(sources)
         with progress("reading", None) as advance:
-            records = _bounded(read_records(files, note, Counter()), max_records)
+            records = _bounded(read_records(files, note, Counter(), FieldLimits.of(backend.settings)), max_records)
             merged = merge_into(store, counted(_kept(records, read, origin), advance), note)
         report.records = merged - store.records_before
         return merged

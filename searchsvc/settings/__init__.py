@@ -98,6 +98,44 @@ class Settings:
     max_export: int = _setting(
         1000, "papers in one export download: a reading list, not a copy of the index", Integer(1, 100_000)
     )
+    max_title_chars: int = _setting(
+        1000,
+        "a longer title is a text pasted whole, and every result list and answer would carry it (a 252 KB title "
+        "made a 508 KB search answer): twice the longest of the 39,367 titles in the four data sets (512); a "
+        "reader cuts a longer one at a word, ending in …, with a warning",
+        Integer(100, 1_000_000),
+    )
+    max_abstract_chars: int = _setting(
+        20_000,
+        "a longer abstract is a paper pasted whole: twice the longest in the four data sets (10,000, SciFact's; "
+        "the ACL records' 7,251); a reader cuts a longer one at a word, ending in …, with a warning",
+        Integer(1000, 1_000_000),
+    )
+    max_authors: int = _setting(
+        10_000,
+        "the largest collaborations sign with about 5,000 names (ATLAS and CMS, 5,154 in 2015; the data sets' "
+        "most is 62), and each name is a facet value and a link on the paper's page; a reader keeps the first "
+        "ones, with a warning",
+        Integer(1, 100_000),
+    )
+    max_author_name_chars: int = _setting(
+        200,
+        "a longer name is a list or a text in the wrong field (the data sets' longest, 138, is nine Cranfield "
+        "names in one); a reader leaves it out, with a warning: cut short, it would be another person",
+        Integer(50, 10_000),
+    )
+    max_subjects: int = _setting(
+        500,
+        "each subject is a facet value: the data sets' most on one paper is 65 (CACM's classification numbers); "
+        "a reader keeps the first ones, with a warning",
+        Integer(1, 100_000),
+    )
+    max_subject_chars: int = _setting(
+        200,
+        "a longer subject is a sentence, not a keyword (the data sets' longest is 17 characters; keywords are "
+        "a few words); a reader leaves it out, with a warning: cut short, it would be another subject",
+        Integer(20, 10_000),
+    )
     build_memory_mb: int = _setting(256, "the index writer's buffer before it flushes a segment", Integer(16, 65_536))
     semantic_ranking: bool = _setting(
         True,

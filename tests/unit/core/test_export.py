@@ -9,10 +9,15 @@ from pathlib import Path
 
 import bibtexparser
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
-from searchsvc.core.paper import Paper
+from searchsvc.core.paper import Paper, id_problem
+from searchsvc.core.text import one_line
+from searchsvc.ingest.fields import distinct
 from searchsvc.ingest.sources import read_records
+from tests.helpers.fuzzing import FUZZ
 
 NASTY_TITLE = r"{unbalanced } } % & _ \ ~ ^ <script> #$ @misc{x,"
 _BIBTEX_SPECIALS = re.compile(r"[{}%&#$_~^\\]")
@@ -158,6 +163,49 @@ def test_csv_cells_cannot_start_a_formula(start: str) -> None:
     row = list(csv.reader(io.StringIO(text, newline="")))[1]
     quoted = "'" + formula
     assert row == [quoted, quoted, "2020", quoted, quoted + "; B", quoted, "", "", ""]
+
+
+# Texts as readers store them (whitespace folded), starting with what a spreadsheet runs or the mark itself.
+_STARTS = st.sampled_from(["", "=", "+", "-", "@", "\t", "\r", "'", "''", "'=", "'-", "' ", "-'", " '@"])
+_TEXTS = st.builds(lambda start, rest: one_line(start + rest), _STARTS, st.text(max_size=30))
+_ITEMS = st.lists(_TEXTS.filter(lambda item: ";" not in item), max_size=3).map(distinct)  # ";" separates items
+_IDS = st.sampled_from(["-x", "-", "--1", "-=", "p1", ":x", "_", "."]) | st.from_regex(
+    r"-?[A-Za-z0-9._:/-]{1,20}", fullmatch=True
+)
+
+
+@FUZZ
+@given(
+    paper_id=_IDS.filter(lambda i: id_problem(i) is None),
+    title=_TEXTS.filter(bool),
+    abstract=_TEXTS,
+    year=st.none() | st.integers(1000, 2999),
+    subjects=_ITEMS,
+    authors=_ITEMS,
+)
+def test_a_csv_export_re_imports_to_the_same_papers(
+    tmp_path_factory: pytest.TempPathFactory,
+    paper_id: str,
+    title: str,
+    abstract: str,
+    year: int | None,
+    subjects: list[str],
+    authors: list[str],
+) -> None:
+    """Issue #36: the cells marked against formulas (`'-x`) came back with their mark, and an id
+    starting with `-` stopped the import (`'` is not allowed in an id)."""
+    exported = Paper(paper_id, title, abstract, year, subjects, authors)
+    path = tmp_path_factory.mktemp("export") / "export.csv"
+    path.write_text(export("csv", exported), encoding="utf-8")
+    (read,) = read_records([path], lambda message: None)
+    assert (read.id, read.title, read.abstract, read.year, read.subjects, read.authors) == (
+        paper_id,
+        title,
+        abstract,
+        year,
+        subjects,
+        authors,
+    )
 
 
 def test_csv_leaves_safe_cells_alone() -> None:

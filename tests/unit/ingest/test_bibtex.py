@@ -89,6 +89,37 @@ def test_entries_the_scanner_leaves_to_bibtexparser_read_the_same(write) -> None
     assert [(p.title, p.authors, p.year) for p in others] == [(plain[0].title, plain[0].authors, plain[0].year)] * 2
 
 
+def test_hash_joins_texts_numbers_and_macros(write) -> None:
+    """Issue #36: `"Foo " # "Bar"` was stored as written, quotes and # included, without a warning."""
+    path = write(
+        "joined.bib",
+        '@string{conf = "Proc. of X"}\n@string{full = Conf # " 2020"}\n'
+        '@inproceedings{a,\n  title = "Foo " # "Bar",\n  abstract = full # { on } # 42,\n  month = jan\n}\n'
+        '@misc{b, title = {Baz} #" "# CONF, author = "A" # " B", year = 20 # 20}\n',
+    )
+    warnings: list[str] = []
+    a, b = read(path, warnings)
+    assert (a.title, a.abstract) == ("Foo Bar", "Proc. of X 2020 on 42")
+    assert (b.title, b.authors, b.year) == ("Baz Proc. of X", ["A B"], 2020)
+    assert warnings == []  # `jan` is no @string of the file, but the month is not read
+
+
+def test_what_cannot_be_joined_is_kept_as_written_with_a_warning(write) -> None:
+    path = write(
+        "unresolved.bib",
+        '@misc{k,\n  title = conf2 # " 2020"}\n@string{late = "x" # nope}\n'
+        "@misc{j, title = {T} # late, note = {a} {b}, journal = undefined}\n",
+    )
+    warnings: list[str] = []
+    k, j = read(path, warnings)
+    assert (k.title, j.title) == ("conf2 2020", "Txnope")
+    assert warnings == [
+        f'{path}:1: entry "k": title uses conf2, which no @string above defines; kept as written',
+        f'{path}:3: @string "late" uses nope, which no @string above defines; kept as written',
+        f'{path}:4: entry "j": note is not texts, numbers and @string names joined by #; kept as written',
+    ]
+
+
 def test_invalid_doi_and_url_are_dropped_with_a_warning(write) -> None:
     path = write("x.bib", "@misc{k, title={T}, doi={nonsense}, url={javascript:alert(1)}}\n")
     warnings: list[str] = []

@@ -11,13 +11,17 @@ from hypothesis import strategies as st
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.errors import SourceFormatError
-from searchsvc.core.paper import MAX_ID_CHARS, id_problem, paper_id_for_title
+from searchsvc.core.paper import MAX_ID_CHARS, SUB_PAGES, id_problem, paper_id_for_title
 from searchsvc.ingest.jsonl import read_jsonl
 from searchsvc.operations.rebuild import rebuild
 from tests.helpers.apps import app_for, settings_for
 from tests.helpers.records import jsonl
 
 GOOD_IDS = ["2016.amta-researchers.1", "P16-1001", "hep-th/9901001", "arXiv:2101.00001", "doi:10.1145_3292500", "7"]
+GOOD_IDS += ["related", "related/x", "x.related", "a.b/c.", "-x", ".x/y."]  # no part a link would change
+# Ids whose links lead to another address: a browser drops `.` segments, a proxy merges `//`,
+# and /api/papers/x/related is the related papers of x (issue #36).
+SEGMENT = "must not have a part between slashes that is . or empty"
 BAD_IDS = {
     "<script>alert(1)</script>": "found '<'",
     "../../etc/passwd": "must not start with / or contain ..",
@@ -32,6 +36,14 @@ BAD_IDS = {
     "q?x=1": "found '?'",
     "frag#1": "found '#'",
     'quote"': "found '\"'",
+    ".": SEGMENT,
+    "./x": SEGMENT,
+    "odd/./d": SEGMENT,
+    "x/.": SEGMENT,
+    "a//b": SEGMENT,
+    "x/": SEGMENT,
+    "x/related": "must not end in /related",
+    "hep-th/9901001/related": "must not end in /related",
 }
 
 
@@ -51,6 +63,14 @@ def test_an_unsafe_id_is_refused_at_read_time_with_file_and_line(write, paper_id
     assert message.startswith(f"{path}:2: 'id' ") and BAD_IDS[paper_id] in message
     assert len(message) < len(str(path)) + 200, "a 10,000-character id is not repeated whole"
     assert "\x00" not in message and "\u202e" not in message and "\t" not in message
+
+
+def test_every_sub_page_of_a_paper_is_an_ending_ids_may_not_have(tmp_path: Path) -> None:
+    app = app_for(tmp_path / "index", semantic_ranking=False)
+    endings = {
+        rule.rule.split("<path:paper_id>/")[1] for rule in app.url_map.iter_rules() if "<path:paper_id>/" in rule.rule
+    }
+    assert endings and endings <= set(SUB_PAGES)
 
 
 @settings(max_examples=300, derandomize=True)

@@ -14,23 +14,9 @@ from hypothesis import strategies as st
 
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.ingest.sources import read_records
-from tests.helpers.bodies import body
 from tests.helpers.fuzzing import FUZZ
-from tests.helpers.paths import REPO
+from tests.helpers.reader_samples import READERS
 
-SAMPLES = REPO / "tests" / "data" / "sources"
-# One sample a reader, by the format name rebuilds count records under (the JSON-lines formats are
-# told apart by their first record's fields): real exports where tests/data/sources has one.
-READERS = {
-    "JSON lines": ("records.jsonl", body("application/x-ndjson", "lattice", 4)),
-    "arXiv OAI snapshot": ("oai.jsonl", (SAMPLES / "arxiv-oai-snapshot.jsonl").read_bytes()),
-    "OpenAlex works": ("openalex.jsonl", (SAMPLES / "openalex-works.jsonl").read_bytes()),
-    "arXiv Atom": ("feed.atom", (SAMPLES / "arxiv-api.atom").read_bytes()),
-    "BibTeX": ("export.bib", (SAMPLES / "arxiv-export.bib").read_bytes()),
-    "RIS": ("export.ris", (SAMPLES / "zotero-export.ris").read_bytes()),
-    "CSV/TSV": ("sheet.csv", (SAMPLES / "spreadsheet.csv").read_bytes()),
-    "profile pages": ("profile.txt", body("text/plain", "lattice", 3)),
-}
 # Bytes that mean something to some reader: line ends, quotes, brackets, tags, escapes, bad UTF-8.
 PIECES = [
     b"\n", b"\r\n", b"\r", b" ", b"\t", b'"', b"'", b",", b";", b"{", b"}", b"[", b"]", b"<", b">", b"&", b"\\",

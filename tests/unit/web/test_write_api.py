@@ -202,6 +202,15 @@ def test_warnings_name_the_body_and_other_sources_by_file_name_only(client: Flas
     assert str(tmp_path) not in response.get_data(as_text=True)
 
 
+def test_a_body_is_held_to_the_field_limits_of_a_rebuild(client: FlaskClient) -> None:
+    """Issue #36: a 252 KB title made a 508 KB search answer and a 3.2 s paper page."""
+    response = post(client, jsonl([{"id": "long-title", "title": "Long words " * 10_000}]))
+    assert response.status_code == 200
+    assert response.get_json()["warnings"] == ["body:1: title of 109,999 characters cut to 1,000 (max_title_chars)"]
+    title = client.get("/api/papers/long-title").get_json()["title"]
+    assert len(title) <= 1000 and title.endswith("Long words Long…")
+
+
 @pytest.mark.parametrize(
     ("content_type", "body"),
     [
