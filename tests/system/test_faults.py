@@ -382,4 +382,4 @@ def test_request_supplied_values_cannot_forge_or_split_log_lines(tmp_path: Path)
     # gunicorn reads header bytes as Latin-1: the NEL byte and the override's bytes show as escapes.
     # (Two workers write the log: its lines need not come in the order the requests were sent.)
     by_query = {line.split('"GET /api/search?q=')[1][0]: line for line in access}
-    assert "\\x85" in by_query["a"] and "\\x80" in by_query["b"], access
+    assert "\\u0085" in by_query["a"] and "\\u0080" in by_query["b"], access

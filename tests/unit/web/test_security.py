@@ -83,8 +83,9 @@ def test_paper_ids_are_ids_never_paths(client: FlaskClient, path: str) -> None:
     ("value", "logged"),
     [
         ("plain agent/1.0", "plain agent/1.0"),
-        ("a\nb\rc", "a\\x0ab\\x0dc"),
-        ("nel\x85here", "nel\\x85here"),
+        ("a\nb\rc", "a\\u000ab\\u000dc"),
+        ("nel\x85here", "nel\\u0085here"),
+        ("tag\U000e0041", "tag\\udb40\\udc41"),
         ("bidi\u202eevil", "bidi\\u202eevil"),
         ("back\\slash", "back\\\\slash"),
         ("accents é 日本", "accents é 日本"),
