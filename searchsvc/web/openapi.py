@@ -33,6 +33,7 @@ _ERROR_REASONS = {
     413: "The body is larger than max_write_body_bytes; nothing changed",
     415: "The body's media type is not one the readers read; details.accepted lists those they do",
     503: "No index is published or it cannot be read, or the search ran past its time limit",
+    507: "No space is left to write the index (its disk or quota is full); nothing changed",
 }
 # Headers every answer of that status carries (http_errors._HEADERS).
 _ERROR_HEADERS = {

@@ -34,7 +34,7 @@ blueprint = Blueprint("write_api", __name__, url_prefix="/api")
     Operation(
         "Add or replace papers: the body's records, merged into the index as one change",
         response=ChangeReportSchema,
-        errors=(400, 401, 403, 409, 413, 415, 503),
+        errors=(400, 401, 403, 409, 413, 415, 503, 507),
         body_types=tuple(MEDIA_TYPES),
         writes=True,
     )
@@ -54,7 +54,7 @@ def add_papers() -> Response:
     Operation(
         "Remove one paper",
         response=ChangeReportSchema,
-        errors=(401, 403, 404, 409, 503),
+        errors=(401, 403, 404, 409, 503, 507),
         path_params={"paper_id": {"type": "string", "description": "The paper's id, as in search results."}},
         writes=True,
     )

@@ -19,7 +19,7 @@ from typing import IO
 
 from flask import request
 
-from searchsvc.core.errors import SearchsvcError, SourceFormatError
+from searchsvc.core.errors import SearchsvcError, SourceFormatError, storage_full_explained
 from searchsvc.host import remove_abandoned
 from searchsvc.settings import Settings
 
@@ -94,10 +94,12 @@ def saved_body(settings: Settings) -> Iterator[Path]:
     parent = settings.index_dir if settings.index_dir.is_dir() else None
     if parent is not None:
         remove_abandoned(parent, _TEMP_PREFIX)
-    folder = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-", dir=parent))  # mode 0700
+    with storage_full_explained("cannot save the request's body"):
+        folder = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-", dir=parent))  # mode 0700
     try:
         path = folder / f"{BODY}{suffix}"
-        _copy_at_most(request.stream, path, limit)
+        with storage_full_explained("cannot save the request's body"):
+            _copy_at_most(request.stream, path, limit)
         yield path
     finally:
         shutil.rmtree(folder, ignore_errors=True)
