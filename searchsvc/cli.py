@@ -24,6 +24,7 @@ from searchsvc.operations.rebuild import RebuildReport, rebuild
 from searchsvc.operations.search import search
 from searchsvc.settings import Settings, load_settings
 from searchsvc.settings.write_tokens import entry_for, new_token
+from searchsvc.terminal import ErrorStream, Quoted, say
 from searchsvc.web.schemas import dump_search_result, parse_search_request
 
 _MARK = re.compile(r"<mark>(.*?)</mark>")
@@ -37,28 +38,45 @@ index_dir_option = click.option(
 
 
 class _Group(click.Group):
-    """Turns the service's own errors into one clear line on stderr instead of a traceback."""
+    """Turns the service's own errors into one clear line on stderr instead of a traceback, and shows
+    click's usage errors through `say` as well."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _usage_errors_shown():
+            return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with _usage_errors_shown():
+                return super().invoke(ctx)
         except InvalidRequest as exc:
             for field, messages in exc.details.items():
-                click.echo(f"error: --{field.replace('_', '-')}: {' '.join(messages)}", err=True)
+                say(f"error: --{field.replace('_', '-')}: ", Quoted(" ".join(messages)), err=True)
             sys.exit(_EXIT_INVALID_USAGE)
         except ConfigurationError as exc:  # a usage error too: the command never started
-            click.echo(f"error: {exc.message}", err=True)
+            say("error: ", Quoted(exc.message), err=True)
             sys.exit(_EXIT_INVALID_USAGE)
         except BrokenPipeError:
             # Whoever read our output went away (`| head`): stop quietly, as Unix tools do.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         except SearchsvcError as exc:  # the operator's terminal: the detail with paths too
-            click.echo(f"error: {exc.explained()}", err=True)
+            say("error: ", Quoted(exc.explained()), err=True)
             sys.exit(1)
         except OSError as exc:  # the disk, permissions, a path that is a file
-            click.echo(f"error: {exc}", err=True)
+            say("error: ", Quoted(str(exc)), err=True)
             sys.exit(1)
+
+
+@contextmanager
+def _usage_errors_shown() -> Iterator[None]:
+    """click's errors (an unknown option, a bad value: they quote what was typed) shown as click
+    shows them, but written through `say`."""
+    try:
+        yield
+    except click.ClickException as exc:
+        exc.show(file=ErrorStream())
+        sys.exit(exc.exit_code)
 
 
 @click.group(cls=_Group)
@@ -95,7 +113,7 @@ def rebuild_command(sources: tuple[Path, ...], discard_changes: bool, index_dir:
         from searchsvc.web.metrics import observe_rebuild  # Flask and prometheus_client only when asked for
 
         observe_rebuild(report.seconds)
-    click.echo(report.summary())
+    say(report.summary())
 
 
 @main.command("add")
@@ -121,7 +139,7 @@ def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) 
     report = update.remove(open_backend(_settings(index_dir)), list(ids), _progress_bar, _warn)
     _print_change(report, as_json)
     if report.missing:
-        click.echo(f"error: no paper with id {', '.join(map(repr, report.missing))}", err=True)
+        say("error: no paper with id ", Quoted(", ".join(map(repr, report.missing))), err=True)
         sys.exit(1)
 
 
@@ -140,10 +158,10 @@ def changes_command(context: click.Context, as_json: bool, index_dir: Path | Non
     for change in changes.kept(open_backend(_settings(index_dir))):
         if as_json:
             added = [paper.id for paper in change.added]
-            click.echo(json.dumps({"at": change.at, "by": change.by, "added": added, "removed": change.removed}))
+            say(json.dumps({"at": change.at, "by": change.by, "added": added, "removed": change.removed}))
         else:
             ids = [f"+{paper.id}" for paper in change.added] + [f"-{paper_id}" for paper_id in change.removed]
-            click.echo(f"{change.at}  {change.by}: {' '.join(ids)}")
+            say(Quoted(change.at), "  ", Quoted(change.by), ": ", Quoted(" ".join(ids)))
 
 
 @changes_command.command("export")
@@ -157,9 +175,9 @@ def changes_export_command(group_index_dir: Path | None, file: Path, index_dir: 
     are not records: take those papers out of the sources).
     """
     added, removed = changes.export(open_backend(_settings(index_dir or group_index_dir)), file)
-    click.echo(f"{added} added record(s) written to {file}")
+    say(f"{added} added record(s) written to ", Quoted(str(file)))
     if removed:
-        click.echo(f"warning: {removed} removal(s) are not records: take those papers out of the sources", err=True)
+        say(f"warning: {removed} removal(s) are not records: take those papers out of the sources", err=True)
 
 
 @main.command("embed")
@@ -175,17 +193,17 @@ def embed_command(index_dir: Path | None) -> None:
         raise click.UsageError("ranking by meaning is off (semantic_ranking): there is nothing to embed")
     embedded = background_embedding.embed_pending(open_backend(settings), _progress_bar)
     if embedded is None:
-        click.echo("another process is embedding this index's papers; it embeds the rest too")
+        say("another process is embedding this index's papers; it embeds the rest too")
     else:
-        click.echo(f"{embedded} paper(s) embedded")
+        say(f"{embedded} paper(s) embedded")
 
 
 def _print_change(report: update.ChangeReport, as_json: bool) -> None:
-    click.echo(json.dumps(report.as_dict(), ensure_ascii=False, indent=2) if as_json else report.summary())
+    say(json.dumps(report.as_dict(), ensure_ascii=False, indent=2) if as_json else report.summary())
 
 
 def _warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    say("warning: ", Quoted(message), err=True)
 
 
 def _rebuild(backend: Backend, sources: list[Path], discard_changes: bool = False) -> RebuildReport:
@@ -221,35 +239,36 @@ def search_command(query: str, as_json: bool, index_dir: Path | None, **params: 
     request = parse_search_request({"q": query, **params}, settings)
     result = search(open_backend(settings), request)
     if as_json:
-        click.echo(json.dumps(dump_search_result(result), ensure_ascii=False, indent=2))
+        say(json.dumps(dump_search_result(result), ensure_ascii=False, indent=2))
     else:
         _print_result(result)
 
 
 def _print_result(result: SearchResult) -> None:
     pages = f", page {result.page} of {result.pages}" if result.pages > 1 else ""
-    click.echo(f"{result.total} paper{'s' if result.total != 1 else ''}{pages} ({result.took_ms:.1f} ms)")
+    say(f"{result.total} paper{'s' if result.total != 1 else ''}{pages} ({result.took_ms:.1f} ms)")
     if result.suggestion:
-        click.echo(f"did you mean: {result.suggestion}")
+        say("did you mean: ", Quoted(result.suggestion))
     if result.total and not result.hits:
-        click.echo(f"page {result.page} is past the last page ({result.pages})")
+        say(f"page {result.page} is past the last page ({result.pages})")
     for number, hit in enumerate(result.hits, start=result.request.start + 1):
         year = f" ({hit.year})" if hit.year else ""
-        click.echo(f"\n{number:>3}. {_terminal(hit.highlights['title'])}{year}")
+        say(f"\n{number:>3}. ", *_terminal(hit.highlights["title"]), year)
         details = "; ".join(part for part in (", ".join(hit.authors), " ".join(hit.subjects)) if part)
         if details:
-            click.echo(f"     {details}")
-        click.echo(f"     {_terminal(hit.highlights['abstract'])}")
-        click.echo(click.style(f"     id: {hit.id}", dim=True))
+            say("     ", Quoted(details))
+        say("     ", *_terminal(hit.highlights["abstract"]))
+        say(Quoted(f"     id: {hit.id}", dim=True))
     for name, values in result.facets.items():
         if values:
             listed = ", ".join(f"{'[x] ' if v.selected else ''}{v.value} ({v.count})" for v in values)
-            click.echo(f"\n{name}: {listed}")
+            say(f"\n{name}: ", Quoted(listed))
 
 
-def _terminal(highlighted: str) -> str:
+def _terminal(highlighted: str) -> list[Quoted]:
     """Highlight HTML as terminal text: marks in bold, entities decoded."""
-    return unescape(_MARK.sub(lambda m: click.style(m[1], bold=True), highlighted))
+    pieces = _MARK.split(highlighted)  # text, marked, text, ...
+    return [Quoted(unescape(piece), bold=marked % 2 == 1) for marked, piece in enumerate(pieces) if piece]
 
 
 # The Procfile's `web:` command; a test checks that the two stay the same.
@@ -275,13 +294,13 @@ def serve_command(host: str, port: int, index_dir: Path | None) -> None:
     try:
         backend.status()
     except IndexUnavailable as exc:
-        click.echo(f"{exc.explained()}; building it from {', '.join(map(str, settings.sources))}", err=True)
-        click.echo(_rebuild(backend, list(settings.sources)).summary(), err=True)
+        say(Quoted(f"{exc.explained()}; building it from {', '.join(map(str, settings.sources))}"), err=True)
+        say(_rebuild(backend, list(settings.sources)).summary(), err=True)
     if not GUNICORN_CONFIG.is_file():
         raise click.UsageError(f"run `searchsvc serve` from the repository root: {GUNICORN_CONFIG} is not here")
     environment = dict(os.environ, HOST=host, PORT=str(port), SEARCHSVC_INDEX_DIR=str(settings.index_dir))
     where = settings.index_dir if settings.backend == "whoosh" else ", ".join(settings.opensearch_url)
-    click.echo(f"serving http://{host}:{port}/ ({settings.backend}: {where})", err=True)
+    say("serving ", Quoted(f"http://{host}:{port}/ ({settings.backend}: {where})"), err=True)
     command = gunicorn_command()
     os.execvpe(sys.executable, [sys.executable, "-m", *command], environment)
 
@@ -291,7 +310,7 @@ def serve_command(host: str, port: int, index_dir: Path | None) -> None:
 def status_command(index_dir: Path | None) -> None:
     """Show the published index generation: papers, sources, when it was built."""
     backend = open_backend(_settings(index_dir))
-    click.echo(json.dumps({**backend.status(), "changes": changes.count(backend)}, indent=2, sort_keys=True))
+    say(json.dumps({**backend.status(), "changes": changes.count(backend)}, indent=2, sort_keys=True))
 
 
 @main.command("settings")
@@ -299,7 +318,7 @@ def settings_command() -> None:
     """List every setting with its current value, the reason for its default and what it may be."""
     for name, value, why, allowed in load_settings().describe():
         shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
-        click.echo(f"{name} = {shown}\n    {why}\n    allowed: {allowed}")
+        say(f"{name} = ", Quoted(str(shown)), f"\n    {why}\n    allowed: {allowed}")
 
 
 @main.command("token")
@@ -315,7 +334,9 @@ def token_command(name: str) -> None:
         line = entry_for(name, token)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
-    click.echo(token)
-    click.echo(
-        f"add this line to the write tokens file (write_tokens_file), then restart the service:\n{line}", err=True
+    say(token)
+    say(
+        "add this line to the write tokens file (write_tokens_file), then restart the service:\n",
+        Quoted(line),
+        err=True,
     )

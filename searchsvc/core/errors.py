@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -119,6 +122,35 @@ class RebuildFailed(SearchsvcError):
     """A built generation failed its checks and was not published."""
 
     code = "rebuild_failed"
+
+
+class StorageFull(SearchsvcError):
+    """No space left where the index is written (its disk, or a quota on it) during a change."""
+
+    code = "insufficient_storage"
+
+    def __init__(self, private: str) -> None:
+        """`private`: what could not be written, and where (the operator's; a client learns no path)."""
+        super().__init__(
+            "there is no space left to write the index (its disk or quota is full): nothing was changed; "
+            "try again once space is freed",
+            private=private,
+        )
+
+
+def is_storage_full(error: OSError) -> bool:
+    return error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextmanager
+def storage_full_explained(doing: str) -> Iterator[None]:
+    """An OSError of a full disk or quota in the block as StorageFull, saying what was being `doing`."""
+    try:
+        yield
+    except OSError as exc:
+        if not is_storage_full(exc):
+            raise
+        raise StorageFull(f"{doing}: {exc}") from exc
 
 
 class PaperNotFound(SearchsvcError):

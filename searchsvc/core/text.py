@@ -1,4 +1,5 @@
-"""Text rules every engine applies alike: folding, word starts, titles compared, snippets."""
+"""Text rules every engine applies alike: folding, word starts, titles compared, snippets; and text
+escaped for a terminal or a log."""
 
 from __future__ import annotations
 
@@ -53,3 +54,23 @@ def opening(text: str, limit: int = SNIPPET_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[:limit].rsplit(" ", 1)[0].rstrip(",.;:") + ELLIPSIS
+
+
+def escape_unprintable(text: str, keep: str = "") -> str:
+    """`text` with every character that is not printable (C0 and C1 controls, DEL, bidi overrides,
+    format and unassigned characters), except those in `keep`, written as a JSON string escapes it
+    (`\\u001b`; beyond U+FFFF its UTF-16 pair), so a terminal or a log shows it instead of acting on
+    it, and JSON text stays JSON that decodes to the same characters.
+
+    Backslashes are left alone: what needs every escape to be unambiguous doubles them first."""
+    if text.isprintable():  # most text: nothing to do
+        return text
+    return "".join(char if char.isprintable() or char in keep else _escaped(char) for char in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from searchsvc.core.errors import RebuildFailed
+from searchsvc.core.errors import RebuildFailed, StorageFull
 from searchsvc.core.paper import Paper
 from searchsvc.host import ScratchFolder, fsync_dir, remove_abandoned
 
@@ -172,15 +172,17 @@ class MergeStore:
 
     @contextmanager
     def failures_explained(self) -> Iterator[None]:
-        """SQLite's errors (a full disk, most likely) as a RebuildFailed saying where and why."""
+        """SQLite's errors: a full disk as StorageFull, others as a RebuildFailed; where, privately."""
         try:
             yield
         except sqlite3.Error as exc:
-            full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-            reason = "No space left on device" if full else f"{type(exc).__name__}: {exc}"
+            where = f"cannot write the rebuild's scratch file in {self.directory.parent}"
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                raise StorageFull(f"{where}: No space left on device") from exc
             raise RebuildFailed(
-                f"cannot write the rebuild's scratch file in {self.directory.parent}: {reason}; "
-                "the published index is unchanged"
+                f"cannot write the rebuild's scratch file: {type(exc).__name__}: {exc}; "
+                "the published index is unchanged",
+                private=where,
             ) from exc
 
     def finish(self, records: int, journal_entries: int = 0) -> Collection:

@@ -15,6 +15,7 @@ import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 from searchsvc.backends import Backend
 from searchsvc.core.catalogue import Change, Idempotency, JournalEntry
-from searchsvc.core.errors import IndexUnavailable, SearchsvcError
+from searchsvc.core.errors import IndexUnavailable, SearchsvcError, storage_full_explained
 from searchsvc.core.paper import Paper, SourceLocation
 from searchsvc.core.progress import ProgressFactory, counted, no_progress
 from searchsvc.ingest.collection import MergeStore
@@ -167,42 +168,14 @@ def _update(
     the change as the journal keeps it), unless the journal holds the change made under the same
     idempotency key: then its report."""
     started = time.monotonic()
-    with backend.exclusive_change("write", by):
-        published = backend.published()
-        if published is None:
-            raise IndexUnavailable("no index is published: run `searchsvc rebuild` first")
-        path = collection_file(backend, published)
-        if not path.is_file():
-            raise IndexUnavailable(
-                f"index generation {published} has no collection file to update here (it was built on another "
-                "machine, or by an older version of searchsvc): run `searchsvc rebuild` once"
-            )
-        journal = backend.journal()
-        before = published_changes(backend, journal)
-        journal.keep_first(before)  # a change journaled but never published is dropped
-        if idempotency is not None and (earlier := journal.find(idempotency.writer, idempotency.key, before)):
-            return _replayed(backend, earlier, idempotency)
-        store = MergeStore(backend.settings.index_dir, published=path)
-        try:
-            with store.failures_explained():
-                records = merge(store)
-                change = _classify(store, report)
-                changed = bool(change.deleted or change.added)
-                collection = store.finish(records, before + changed)
-        except BaseException:
-            store.discard()
-            raise
-        report.generation = published
-        with collection:
-            if changed:
-                entry = _keyed(asked(), idempotency, report)
-                journal.append(entry)  # durable before the change is published
-                with progress("indexing", len(change.added)) as advance:
-                    report.generation = backend.apply(
-                        collection, change, advance, provenance, keep_collection(backend, collection)
-                    )
-                report.changed_at = entry.at  # as the journal keeps it: a retry is answered the same
-                prune_collections(backend, report.generation)
+    with ExitStack() as held:
+        # Until the change is published a full disk leaves everything as it was (a journal line
+        # past the published count is dropped by the next change): StorageFull says so.
+        with storage_full_explained("cannot write the change"):
+            held.enter_context(backend.exclusive_change("write", by))
+            earlier = _publish(backend, merge, report, progress, provenance, asked, idempotency)
+        if earlier is not None:
+            return earlier
         embedding_started = time.monotonic()
         if report.changed_at and embed:
             report.embedded = backend.embed(progress)
@@ -210,6 +183,55 @@ def _update(
     report.semantic_ranking = _semantic_ranking(backend, report, embed)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _publish(
+    backend: Backend,
+    merge: Callable[[MergeStore], int],
+    report: ChangeReport,
+    progress: ProgressFactory,
+    provenance: dict[str, Any],
+    asked: Callable[[], JournalEntry],
+    idempotency: Idempotency | None,
+) -> ChangeReport | None:
+    """Merge and, if anything changed, journal and publish it, holding the index's lock; into `report`.
+    None, or the report of the change made earlier under the same idempotency key (not made again)."""
+    published = backend.published()
+    if published is None:
+        raise IndexUnavailable("no index is published: run `searchsvc rebuild` first")
+    path = collection_file(backend, published)
+    if not path.is_file():
+        raise IndexUnavailable(
+            f"index generation {published} has no collection file to update here (it was built on another "
+            "machine, or by an older version of searchsvc): run `searchsvc rebuild` once"
+        )
+    journal = backend.journal()
+    before = published_changes(backend, journal)
+    journal.keep_first(before)  # a change journaled but never published is dropped
+    if idempotency is not None and (earlier := journal.find(idempotency.writer, idempotency.key, before)):
+        return _replayed(backend, earlier, idempotency)
+    store = MergeStore(backend.settings.index_dir, published=path)
+    try:
+        with store.failures_explained():
+            records = merge(store)
+            change = _classify(store, report)
+            changed = bool(change.deleted or change.added)
+            collection = store.finish(records, before + changed)
+    except BaseException:
+        store.discard()
+        raise
+    report.generation = published
+    with collection:
+        if changed:
+            entry = _keyed(asked(), idempotency, report)
+            journal.append(entry)  # durable before the change is published
+            with progress("indexing", len(change.added)) as advance:
+                report.generation = backend.apply(
+                    collection, change, advance, provenance, keep_collection(backend, collection)
+                )
+            report.changed_at = entry.at  # as the journal keeps it: a retry is answered the same
+            prune_collections(backend, report.generation)
+    return None
 
 
 class IdempotencyKeyReused(SearchsvcError):

@@ -3,8 +3,9 @@ and with no credential in it.
 
 gunicorn escapes only double quotes. Header values may still carry bytes such as 0x85 (NEL,
 a line break to many log tools) or bidi overrides that make a line read differently, so every
-character that is not printable is written as an escape, and backslashes are doubled so an
-escape in the log always means one was needed.
+character that is not printable is written as an escape (`core.text.escape_unprintable`, the rule
+the command line prints by too), and backslashes are doubled so an escape in the log always means
+one was needed.
 
 Credentials: the write API refuses a token in the URL (web/write_auth.py), but gunicorn logs the
 request line before anyone reads it, so a `token=` or `access_token=` value is hidden in every
@@ -18,6 +19,7 @@ from typing import Any
 
 from gunicorn.glogging import Logger, SafeAtoms
 
+from searchsvc.core.text import escape_unprintable
 from searchsvc.settings.write_tokens import is_token_parameter
 
 HIDDEN = "(hidden)"
@@ -31,18 +33,7 @@ _CREDENTIAL_ATOMS = frozenset(
 
 
 def escape_for_log(value: str) -> str:
-    return "".join(_escape_char(char) for char in value)
-
-
-def _escape_char(char: str) -> str:
-    if char == "\\":
-        return "\\\\"
-    if char.isprintable():
-        return char
-    code = ord(char)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return escape_unprintable(value.replace("\\", "\\\\"))
 
 
 def without_credentials(key: str, value: str) -> str:

@@ -6,8 +6,9 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
-from flask import Flask, Response
+from flask import Flask, Response, request
 from flask.json.provider import DefaultJSONProvider
 
 from searchsvc.backends import open_backend
@@ -66,6 +67,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     metrics.init_app(app)  # first: its clock starts before any check that may refuse the request
     app.before_request(refuse_invalid_utf8)
     app.after_request(_add_security_headers)
+    app.after_request(_location_on_this_host)
     # Flask's documented way to wrap its WSGI app, which mypy refuses as assigning to a method.
     app.wsgi_app = _with_request_budget(app.wsgi_app, settings.search_time_limit_ms)  # type: ignore[method-assign]
     return app
@@ -106,6 +108,22 @@ def open_index(app: Flask) -> None:
         app.logger.warning("index not loaded: %s", exc.explained())
     else:
         app.logger.info("serving generation %s (%s)", status.get("generation"), status.get("engine"))
+
+
+def _location_on_this_host(response: Response) -> Response:
+    """A redirect to this host by its path alone. Werkzeug writes the Host header's name into the
+    redirects it makes (a double slash merged: `/api//search` to `/api/search`), so a forged Host was
+    echoed back, and a cache keyed without it would hand that to others; a path keeps the host and
+    the scheme the client used. Leading slashes or backslashes are kept to one: `//x` or `/\\x` would
+    name a host again."""
+    location = response.headers.get("Location")
+    if location is None:
+        return response
+    parts = urlsplit(location)
+    if parts.netloc and parts.netloc.lower() == request.host.lower():
+        path = "/" + parts.path.lstrip("/\\")
+        response.headers["Location"] = urlunsplit(("", "", path, parts.query, parts.fragment))
+    return response
 
 
 def _add_security_headers(response: Response) -> Response:

@@ -4,9 +4,9 @@ The API and the health routes answer `{"error": {"code": ..., "message": ..., "d
 the pages people read (everything outside /api) answer an HTML page with the same message.
 400 for bad parameters and queries, 404 for unknown papers, authors and routes, 503 when no index
 can be served; the write API adds 401/403 (no or a wrong token, or writes off), 409 (another change
-holds the index), 413 (body too large), 415 (a body no reader reads) and 422 (an idempotency key
-sent again with another request). Anything unexpected is
-logged and answered with a 500, never a traceback.
+holds the index), 413 (body too large), 415 (a body no reader reads), 422 (an idempotency key
+sent again with another request) and 507 (no space left to write the index: nothing was
+changed). Anything unexpected is logged and answered with a 500, never a traceback.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from searchsvc.core.errors import (
     SearchsvcError,
     SearchTimedOut,
     SourceFormatError,
+    StorageFull,
 )
 from searchsvc.operations.update import IdempotencyKeyReused, TooManyRecords
 from searchsvc.web.write_auth import MissingToken, TokenInQuery, WriteApiOff, WrongToken
@@ -50,6 +51,7 @@ _STATUS: dict[type[SearchsvcError], int] = {
     IdempotencyKeyReused: 422,
     IndexUnavailable: 503,
     SearchTimedOut: 503,
+    StorageFull: 507,
 }
 # A rebuild or another change holds the index for seconds to minutes; an index that cannot be read
 # is usually one being published or repaired.

@@ -36,6 +36,7 @@ _ERROR_REASONS = {
     415: "The body's media type is not one the readers read; details.accepted lists those they do",
     422: "The idempotency key was sent before with another request; nothing changed",
     503: "No index is published or it cannot be read, or the search ran past its time limit",
+    507: "No space is left to write the index (its disk or quota is full); nothing changed",
 }
 # Headers every answer of that status carries (http_errors._HEADERS).
 _ERROR_HEADERS = {

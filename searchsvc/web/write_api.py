@@ -35,7 +35,7 @@ blueprint = Blueprint("write_api", __name__, url_prefix="/api")
     Operation(
         "Add or replace papers: the body's records, merged into the index as one change",
         response=ChangeReportSchema,
-        errors=(400, 401, 403, 409, 413, 415, 422, 503),
+        errors=(400, 401, 403, 409, 413, 415, 422, 503, 507),
         body_types=tuple(MEDIA_TYPES),
         writes=True,
         idempotent=True,
@@ -70,7 +70,7 @@ def add_papers() -> Response:
     Operation(
         "Remove one paper",
         response=ChangeReportSchema,
-        errors=(400, 401, 403, 404, 409, 422, 503),
+        errors=(400, 401, 403, 404, 409, 422, 503, 507),
         path_params={"paper_id": {"type": "string", "description": "The paper's id, as in search results."}},
         writes=True,
         idempotent=True,

@@ -17,7 +17,7 @@ from typing import IO
 
 from flask import request
 
-from searchsvc.core.errors import SearchsvcError, SourceFormatError
+from searchsvc.core.errors import SearchsvcError, SourceFormatError, storage_full_explained
 from searchsvc.host import ScratchFolder, remove_abandoned
 from searchsvc.settings import Settings
 
@@ -91,10 +91,12 @@ def saved_body(settings: Settings) -> Iterator[Path]:
     # Beside the index when there is one, as a rebuild's scratch files are: /tmp is often memory.
     parent = settings.index_dir if settings.index_dir.is_dir() else None
     remove_abandoned_bodies(settings)
-    folder = ScratchFolder(parent, BODY_PREFIX)  # mode 0700
+    with storage_full_explained("cannot save the request's body"):
+        folder = ScratchFolder(parent, BODY_PREFIX)  # mode 0700
     try:
         path = folder.path / f"{BODY}{suffix}"
-        _copy_at_most(request.stream, path, limit)
+        with storage_full_explained("cannot save the request's body"):
+            _copy_at_most(request.stream, path, limit)
         yield path
     finally:
         folder.remove()

@@ -8,6 +8,7 @@ why, until a rebuild fixes it, without a restart), and nothing lost. The killed 
 
 from __future__ import annotations
 
+import errno
 import http.client
 import itertools
 import json
@@ -28,6 +29,9 @@ from typing import Any
 
 import pytest
 
+from searchsvc.settings.write_tokens import entry_for, new_token
+from tests.helpers.apps import app_for
+from tests.helpers.indexes import build_index
 from tests.helpers.paths import REPO, SEEDS
 from tests.helpers.records import jsonl, made_up_papers
 from tests.helpers.servers import (
@@ -319,7 +323,7 @@ def small_tmpfs(size: str) -> Iterator[Path]:
     try:
         yield mountpoint
     finally:
-        subprocess.run(["umount", str(mountpoint)], check=True)
+        subprocess.run(["umount", "--lazy", str(mountpoint)], check=True)  # even while a test's app holds files
         mountpoint.rmdir()
 
 
@@ -348,6 +352,48 @@ def test_a_full_disk_fails_the_rebuild_cleanly_and_the_index_keeps_serving(tmp_p
             status, body = get(f"{base}/api/search?q=embedding&per_page=1")
             assert status == 200 and body["total"] > 0
         assert rebuild_index(index_dir, SEEDS) != published  # and the next rebuild that fits works
+
+
+def fill(disk: Path) -> Path:
+    """Write a file on `disk` until no byte more fits; return it."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as stream:
+        try:
+            while True:
+                stream.write(b"\0" * 65536)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+        try:
+            while True:
+                stream.write(b"\0")
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+def test_a_full_disk_answers_each_write_507_without_a_path_and_changes_nothing(tmp_path: Path) -> None:
+    token = new_token()
+    headers = {"Authorization": f"Bearer {token}"}
+    with small_tmpfs("3m") as disk:
+        index_dir = disk / "index"
+        build_index(index_dir, made_up_papers(WORD, 3), sources_dir=tmp_path, semantic_ranking=False)
+        app = app_for(index_dir, write_token_hashes=[entry_for("ci-bot", token)], semantic_ranking=False)
+        client = app.test_client()
+        before = client.get("/readyz").get_json()["generation"]
+        filler = fill(disk)
+
+        body = jsonl(made_up_papers("numbat", 2))
+        added = client.post("/api/papers", data=body, headers=headers, content_type="application/x-ndjson")
+        removed = client.delete(f"/api/papers/{WORD}-00", headers=headers)
+        for answer in (added, removed):
+            assert answer.status_code == 507, answer.get_data(as_text=True)
+            refused = answer.get_json()["error"]
+            assert refused["code"] == "insufficient_storage" and "/" not in refused["message"], refused
+        assert client.get("/readyz").get_json()["generation"] == before
+        assert client.get(f"/api/search?q={WORD}").get_json()["total"] == 3
+
+        filler.unlink()
+        assert client.delete(f"/api/papers/{WORD}-00", headers=headers).status_code == 200
 
 
 # What requests put in the logs --------------------------------------------------------
@@ -382,4 +428,4 @@ def test_request_supplied_values_cannot_forge_or_split_log_lines(tmp_path: Path)
     # gunicorn reads header bytes as Latin-1: the NEL byte and the override's bytes show as escapes.
     # (Two workers write the log: its lines need not come in the order the requests were sent.)
     by_query = {line.split('"GET /api/search?q=')[1][0]: line for line in access}
-    assert "\\x85" in by_query["a"] and "\\x80" in by_query["b"], access
+    assert "\\u0085" in by_query["a"] and "\\u0080" in by_query["b"], access

@@ -1,6 +1,7 @@
 """The write API through the Procfile's real gunicorn (two gevent workers): a change is served by every
 worker at once, a chunked body is stopped at the limit on the wire, and no token reaches the server's
-log, the access log included. Through Flask's test client: tests/unit/web/test_write_api.py."""
+log, the access log included. Through Flask's test client: tests/unit/web/test_write_api.py.
+The same server shows that no redirect names the host a request gave (it is up already)."""
 
 from __future__ import annotations
 
@@ -190,3 +191,27 @@ def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
             thread.join()
     assert failures == []
     assert searched[0] > 20
+
+
+def test_no_redirect_names_the_host_a_request_gave(server: tuple[str, Path, Path]) -> None:
+    """On this server since it is up (nothing here needs a writer): what gunicorn passes on of a forged
+    Host and of request targets that look like another host (tests/unit/web/test_security.py)."""
+    base, _, _ = server
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    locations = {}
+    for target in (
+        "/api//search?q=a",
+        "//evil.example/x",
+        "//evil.example//x",
+        "/\\evil.example//x",
+        "/papers//\\evil.example/x",
+    ):
+        request = f"GET {target} HTTP/1.1\r\nHost: evil.example\r\nX-Forwarded-Host: evil2.example\r\n"
+        with socket.create_connection((host, int(port)), timeout=REQUEST_TIMEOUT) as connection:
+            connection.sendall(f"{request}Connection: close\r\n\r\n".encode())
+            head = connection.recv(4096).decode("latin-1").split("\r\n\r\n")[0]
+        fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:])
+        locations[target] = (head.split(" ")[1], fields.get("Location"))
+    assert locations["/api//search?q=a"] == ("308", "/api/search?q=a"), locations
+    for _, location in locations.values():
+        assert location is None or (location.startswith("/") and not location.startswith(("//", "/\\"))), locations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,75 @@ def test_rebuild_help_names_every_extension_a_reader_reads(runner) -> None:
 
     shown = " ".join(invoke(runner, "rebuild", "--help").stdout.split())
     assert all(f"{suffix}," in shown or f"{suffix})" in shown for suffix in SUFFIXES), shown
+
+
+# What a source may hold that a terminal acts on: colours, a cleared screen, a window title, a bell, NUL,
+# backspace, CSI as one C1 byte, a bidi override, a tag character (U+E0041, beyond U+FFFF).
+HOSTILE = (
+    "\x1b[31mred\x1b[0m \x1b]0;pwned\x07 \x1b[2J bell\x07 nul\x00 back\x08space csi\x9b2J bidi\u202eevil tag\U000e0041"
+)
+IN_A_NAME = HOSTILE.replace("\x00", "")  # what a file name or an argument may hold
+# The only escape sequences the command writes itself: bold matches, a dim id, and their reset.
+OWN_STYLES = re.compile(r"\x1b\[(?:1|2|0)m")
+
+
+def shown_safely(output: str) -> str:
+    """`output` after checking that no character a terminal acts on is in it but the command's own
+    line breaks and styles."""
+    plain = OWN_STYLES.sub("", output)
+    unprintable = {char for char in plain if not char.isprintable() and char != "\n"}
+    assert not unprintable, f"{sorted(unprintable)} reached the terminal in {output!r}"
+    return plain
+
+
+def test_nothing_a_record_holds_reaches_the_terminal_as_a_control(runner, tmp_path: Path, write) -> None:
+    hostile = {
+        "id": "hostile-1",
+        "title": f"Lattice {HOSTILE}",
+        "abstract": f"About lattices {HOSTILE}",
+        "authors": [f"Eve {HOSTILE}"],
+        "subjects": [f"cs.{HOSTILE}"],
+        "doi": "10.1/\x9b2J\u202e",  # not a DOI: a warning quotes it (JSON escapes C0 controls, not these)
+        "year": 2020,
+    }
+    index_dir = tmp_path / f"index{IN_A_NAME}"
+    env = {"SEARCHSVC_SEMANTIC_RANKING": "false", "SEARCHSVC_INDEX_DIR": str(index_dir)}
+
+    def run(*args: str) -> tuple[str, str]:
+        done = runner.invoke(main, list(args), env=env, color=True)  # color: as on a terminal, nothing stripped
+        return shown_safely(done.stdout), shown_safely(done.stderr)
+
+    _, failed = run("search", "lattice")  # an error naming the index folder
+    assert failed.startswith("error: no index is published") and "\\u001b[2J" in failed
+    built, warned = run("rebuild", str(write("hostile.jsonl", jsonl([hostile]))))
+    assert "1 papers indexed" in built and "\\u202e" in warned
+    found, _ = run("search", "lattice")
+    assert "red" in found and "\\u009b2J" in found and "\\udb40\\udc41" in found
+    document = json.loads(run("search", "lattice", "--json")[0])
+    assert document["results"][0]["title"] == hostile["title"], "the JSON document keeps the text, escaped as JSON"
+    added, _ = run("add", "--json", str(write("more.jsonl", jsonl([{**hostile, "id": "hostile-2"}]))))
+    assert json.loads(added)["added"] == ["hostile-2"]
+    listed, _ = run("changes")
+    assert "+hostile-2" in listed
+    _, missing = run("remove", f"gone{IN_A_NAME}")
+    assert missing.startswith("error: no paper with id")
+    run("changes", "--json")
+    run("changes", "export", str(tmp_path / f"out{IN_A_NAME}.jsonl"))
+    run("status")
+    settings, _ = run("settings")
+    assert f"index_dir = {tmp_path}" in settings
+    _, refused = run("token", f"bad{IN_A_NAME}")
+    assert "Error: " in refused
+
+
+def test_the_command_prints_only_through_say() -> None:
+    """`terminal.say` escapes what a terminal would act on; a print beside it would not."""
+    import ast
+
+    from tests.helpers.paths import REPO
+
+    tree = ast.parse((REPO / "searchsvc" / "cli.py").read_text(encoding="utf-8"))
+    printing = {"echo", "secho", "print", "write", "writelines"}
+    calls = [node.func for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    named = [(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""), f.lineno) for f in calls]
+    assert [(name, line) for name, line in named if name in printing] == []

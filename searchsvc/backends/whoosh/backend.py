@@ -31,7 +31,7 @@ from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.updates import link_previous, write_update
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
-from searchsvc.core.errors import PaperNotFound, RebuildFailed
+from searchsvc.core.errors import PaperNotFound, RebuildFailed, StorageFull, is_storage_full
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
@@ -183,10 +183,14 @@ class WhooshBackend:
                 known_digests,
             )
             ready(generation.name)
-        except OSError as exc:  # a full disk, a lost mount: say where, and that nothing changed
+        except OSError as exc:  # a full disk, a lost mount: say that nothing changed, and where (privately)
             self.store.discard(generation)
+            where = f"cannot write the new generation {generation}: {exc.strerror or exc}"
+            if is_storage_full(exc):
+                raise StorageFull(where) from exc
             raise RebuildFailed(
-                f"cannot write the new generation {generation}: {exc.strerror or exc}; the published index is unchanged"
+                f"cannot write the new generation: {exc.strerror or exc}; the published index is unchanged",
+                private=where,
             ) from exc
         except BaseException:
             self.store.discard(generation)

@@ -83,8 +83,9 @@ def test_paper_ids_are_ids_never_paths(client: FlaskClient, path: str) -> None:
     ("value", "logged"),
     [
         ("plain agent/1.0", "plain agent/1.0"),
-        ("a\nb\rc", "a\\x0ab\\x0dc"),
-        ("nel\x85here", "nel\\x85here"),
+        ("a\nb\rc", "a\\u000ab\\u000dc"),
+        ("nel\x85here", "nel\\u0085here"),
+        ("tag\U000e0041", "tag\\udb40\\udc41"),
         ("bidi\u202eevil", "bidi\\u202eevil"),
         ("back\\slash", "back\\\\slash"),
         ("accents é 日本", "accents é 日本"),
@@ -118,3 +119,36 @@ def test_log_escaping(value: str, logged: str) -> None:
 def test_the_access_log_holds_no_token(key: str, value: str, logged: str) -> None:
     atoms = EscapedAtoms({key: value, "a": "agent"})
     assert atoms[key] == logged and atoms["a"] == "agent"
+
+
+# Paths that Werkzeug redirects (a double slash merged) and paths that look like another host.
+REDIRECTING_PATHS = [
+    "//",
+    "//evil.example",
+    "//evil.example/x",
+    "///evil.example/",
+    "/\\evil.example",
+    "/\\/evil.example/",
+    "/api//search",
+    "/papers//x",
+    "/papers//\\evil.example/x",
+    "//api/search",
+    "/authors//Dan",
+    "//static/style.css",
+]
+FORGED_HOSTS = {"Host": "evil.example", "X-Forwarded-Host": "evil2.example", "X-Forwarded-Proto": "https"}
+
+
+@pytest.mark.parametrize("path", REDIRECTING_PATHS)
+def test_no_redirect_names_a_host_the_request_gave(client: FlaskClient, path: str) -> None:
+    """Werkzeug builds a redirect's Location from the Host header: a forged Host was echoed back."""
+    # PATH_INFO as a server passes it on (the test client would read `//evil.example` as a host).
+    with client.get("/", headers=FORGED_HOSTS, environ_overrides={"PATH_INFO": path, "QUERY_STRING": "q=a"}) as answer:
+        location = answer.headers.get("Location", "/")
+    assert location.startswith("/") and not location.startswith(("//", "/\\")), location  # this host's path
+
+
+def test_a_merged_double_slash_still_redirects_to_the_path_on_this_host(client: FlaskClient) -> None:
+    environ = {"PATH_INFO": "/api//search", "QUERY_STRING": "q=a"}
+    answer = client.get("/", headers=FORGED_HOSTS, environ_overrides=environ)
+    assert answer.status_code == 308 and answer.headers["Location"] == "/api/search?q=a"

@@ -3,10 +3,13 @@ and that a refused or failed change changes nothing. Through gunicorn: tests/sys
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import logging
+import os
 import runpy
+import sqlite3
 import time
 from datetime import datetime
 from pathlib import Path
@@ -486,3 +489,57 @@ def test_what_a_key_did_is_told_only_to_its_writer(client: FlaskClient) -> None:
     told = client.get(f"/api/changes/{'k' * 255}", headers={"Authorization": f"Bearer {TOKEN}"})
     assert told.status_code == 200 and told.get_json()["added"] == ["quokka-00"] and told.get_json()["replayed"]
     assert error(client.get("/api/changes/%20", headers={"Authorization": f"Bearer {TOKEN}"}), 400)
+
+
+# A full disk ---------------------------------------------------------------------------
+
+
+def _full(*args: Any, **kwargs: Any) -> None:
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/srv/private/index/some-file")
+
+
+def _over_quota(*args: Any, **kwargs: Any) -> None:
+    raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+
+def _merge_file_full(*args: Any, **kwargs: Any) -> None:
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = sqlite3.SQLITE_FULL  # as SQLite sets it
+    raise full
+
+
+# Where a change writes, in order: (what is patched, what fails there, whether a removal writes there).
+WRITE_POINTS = {
+    "the body": ("searchsvc.web.write_body._copy_at_most", _full, False),
+    "the copy of the merge file": ("searchsvc.ingest.collection.shutil.copyfile", _full, True),
+    "the merge file": ("searchsvc.ingest.collection.MergeStore.put", _merge_file_full, False),
+    "the journal": ("searchsvc.backends.whoosh.journal.FileJournal.append", _over_quota, True),
+    "the generation": ("searchsvc.backends.whoosh.backend.write_update", _full, True),
+    "the pointer": ("searchsvc.backends.whoosh.generations._write_atomically", _full, True),
+}
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("point", list(WRITE_POINTS))
+def test_a_full_disk_is_a_507_naming_no_path_and_changes_nothing(
+    client: FlaskClient, backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch, caplog, point: str
+) -> None:
+    target, failure, on_removal = WRITE_POINTS[point]
+    before = generation(client)
+    with monkeypatch.context() as full:
+        full.setattr(target, failure)
+        answers = [post(client, jsonl(NEW_PAPERS))] + ([delete(client, "wombat-00")] if on_removal else [])
+        for answer in answers:
+            refused = error(answer, 507)
+            assert refused["code"] == "insufficient_storage"
+            assert "nothing was changed" in refused["message"] and "/" not in refused["message"]
+            assert generation(client) == before and total(client, "numbat") == 0 and total(client, "wombat") == 3
+    logged = " ".join(record.getMessage() for record in caplog.records)
+    assert "No space left" in logged or "quota" in logged, "the log keeps the detail"
+    assert post(client, jsonl(NEW_PAPERS)).status_code == 200 and delete(client, "wombat-00").status_code == 200
+
+
+def test_the_openapi_document_lists_507_for_each_write(client: FlaskClient) -> None:
+    paths = client.get("/api/openapi.json").get_json()["paths"]
+    assert "507" in paths["/api/papers"]["post"]["responses"]
+    assert "507" in paths["/api/papers/{paper_id}"]["delete"]["responses"]

@@ -15,7 +15,7 @@ import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.backends.whoosh.generations import GenerationStore
-from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
+from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress, StorageFull
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.ingest.collection import Collection
@@ -58,8 +58,10 @@ def test_build_failing_half_way_leaves_previous_index(backend: WhooshBackend, mo
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("searchsvc.backends.whoosh.backend.write_index", write_then_fail)
-    with pytest.raises(RebuildFailed, match="cannot write the new generation .*: No space left on device"):
+    with pytest.raises(StorageFull) as failed:
         rebuild(backend, [SEEDS])
+    assert str(backend.store.generations) in failed.value.explained(), "the operator learns where"
+    assert "cannot write the new generation" in failed.value.explained() and "No space left" in failed.value.explained()
     assert backend.status() == before
     assert titles(backend) == served
     assert os.listdir(backend.store.generations) == [before["generation"]]  # partial generation removed
