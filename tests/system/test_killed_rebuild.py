@@ -65,10 +65,10 @@ def reading(index_dir: Path, victim: subprocess.Popen[bytes]) -> Callable[[], bo
 
     def check() -> bool:
         try:
-            locked_by = (index_dir / "rebuild.lock").read_text().strip()
-        except FileNotFoundError:
+            holder = json.loads((index_dir / "rebuild.lock").read_text() or "{}")  # its kind, pid and host
+        except (FileNotFoundError, json.JSONDecodeError):  # not there, or being written
             return False
-        return locked_by == str(victim.pid) and not any((index_dir / "generations").iterdir())
+        return holder.get("pid") == victim.pid and not any((index_dir / "generations").iterdir())
 
     return check
 
