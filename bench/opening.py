@@ -5,7 +5,8 @@
 It prints one JSON line when started, for its fresh open of the published generation, then one for
 each line read on stdin (the name of the generation now published): the re-open of a process that
 holds the previous generation, as a worker's first search after a change waits for it. Only the
-public interface is timed (`GenerationCache(store, vector_store).get()`, then, ranking by meaning,
+public interface is timed (`GenerationCache(store, vector_store).get(wait_s)`, waiting for an open
+made beside the served generation until it ends; then, ranking by meaning,
 the `OpenGeneration`'s vectors, which the first search reads), so the figures stay honest whatever
 the cache does inside. Loading the encoder is done before: a worker loads it once, not per generation.
 """
@@ -26,6 +27,8 @@ from bench.measure import REPO
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.generation_cache import GenerationCache
 from searchsvc.settings import load_settings
+
+OPEN_WAIT_S = 600.0  # longer than any open: the figure is the time until this process serves the new generation
 
 
 class OpenProbe:
@@ -83,7 +86,7 @@ def main(lines: TextIO = sys.stdin) -> None:
 
 def _open(cache: GenerationCache, semantic: bool, expected: str | None) -> dict[str, Any]:
     started = time.perf_counter()
-    opened = cache.get()
+    opened = cache.get(wait_s=OPEN_WAIT_S)  # a re-open runs beside the served generation: waited for
     open_s = time.perf_counter() - started
     vectors_s = 0.0
     if semantic:

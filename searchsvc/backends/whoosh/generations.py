@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from searchsvc.backends.whoosh.journal import TEMPORARY as JOURNAL_TEMPORARY
 from searchsvc.core.errors import IndexUnavailable, RebuildInProgress
 from searchsvc.host import fsync_dir
 
@@ -51,6 +52,8 @@ _POINTER_BYTES = 256  # a generation name is 30; more is not a pointer, and need
 _HOLDER_BYTES = 1024  # of the change lock's record (JSON), read when the lock is refused
 # What `_write_atomically` leaves if killed before its rename, in the index folder (`.CURRENT.<pid>.tmp`).
 _POINTER_TEMPORARY = re.compile(rf"\.{POINTER}\.[0-9]+\.tmp")
+# What a killed change leaves at the top of the folder: a pointer or a cut journal, never renamed.
+_ROOT_TEMPORARY = re.compile(f"{_POINTER_TEMPORARY.pattern}|{JOURNAL_TEMPORARY.pattern}")
 FILES = "files"  # the manifest's digest of each file, checked before a generation is opened
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -105,28 +108,29 @@ class GenerationStore:
             yield
 
     def remove_leftovers(self) -> list[str]:
-        """Delete what killed changes left (unfinished generations, a pointer never renamed into
-        place) unless a change runs now, whose own files they may be; return their names. The lock
+        """Delete what killed changes left (unfinished generations, a pointer or a cut journal never
+        renamed into place) unless a change runs now, whose own files they may be; return their names. The lock
         is taken only when there is something to remove: a write meanwhile would be refused."""
         if not self.generations.is_dir() or not (unfinished := self._unfinished()):
             return []  # nothing was ever built here, or nothing was left: take no lock
         with self._change_lock("start", "") as holder:
             if holder is not None:
                 return []  # the running change, or the next one, removes them
-            pointers = [path for path in unfinished if path.parent == self.root]
-            for path in pointers:
+            files = [path for path in unfinished if path.parent == self.root]
+            for path in files:
                 path.unlink(missing_ok=True)
-            return self.prune() + [path.name for path in pointers]
+            return self.prune() + [path.name for path in files]
 
     def _unfinished(self) -> list[Path]:
-        """Generations without a manifest but the published one, and pointers never renamed."""
+        """Generations without a manifest but the published one, and pointers and cut journals never renamed."""
         current = self.current_name()
         found = [
             path
             for path in self.generations.iterdir()
             if _GENERATION_NAME.fullmatch(path.name) and path.name != current and not (path / MANIFEST).exists()
         ]
-        return found + [path for path in self.root.glob(f".{POINTER}.*.tmp") if _POINTER_TEMPORARY.fullmatch(path.name)]
+        temporary = [path for path in self.root.glob(".*") if _ROOT_TEMPORARY.fullmatch(path.name) and path.is_file()]
+        return found + temporary
 
     @contextmanager
     def _change_lock(self, kind: str, by: str) -> Iterator[dict[str, Any] | None]:

@@ -4,13 +4,15 @@ One JSON object a line (`JournalEntry.record`), appended and fsync'd before the 
 published. The generation published with it keeps in its manifest how many lines it includes
 (`JOURNAL_ENTRIES`); a line past that count belongs to a change that was never published (the
 process died in between) and is cut off by the next change or rebuild (`keep_first`), as is a
-line a crash cut short, which is no entry at all.
+line a crash cut short, which is no entry at all. A cut journal a killed process left unrenamed
+(`TEMPORARY`) is removed with the other leftovers, under the index's lock.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,8 @@ from searchsvc.core.catalogue import JournalEntry
 from searchsvc.host import fsync_dir
 
 FILE_NAME = "changes.jsonl"
+_TEMPORARY = (".changes-", ".jsonl")  # a cut journal, written then renamed over FILE_NAME (`keep_first`)
+TEMPORARY = re.compile(rf"{re.escape(_TEMPORARY[0])}[A-Za-z0-9_]+{re.escape(_TEMPORARY[1])}")  # mkstemp's names
 
 
 class FileJournal:
@@ -56,7 +60,7 @@ class FileJournal:
         kept = b"".join(lines[:count])
         if kept == data:
             return 0
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".changes-", suffix=".jsonl")
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=_TEMPORARY[0], suffix=_TEMPORARY[1])
         try:
             with os.fdopen(fd, "wb") as stream:
                 stream.write(kept)

@@ -424,7 +424,8 @@ def test_what_killed_changes_left_is_removed_when_a_worker_starts(app: Flask, ba
         folder.mkdir(parents=True)
         (folder / "scratch").write_bytes(b"x" * 100)
     (index_dir / ".CURRENT.1.tmp").write_text(partial.name, encoding="utf-8")
-    kept = [index_dir / "notes.txt", index_dir / ".write-notes"]
+    (index_dir / ".changes-k1ll3d.jsonl").write_text("{}\n", encoding="utf-8")  # a journal cut, never renamed
+    kept = [index_dir / "notes.txt", index_dir / ".write-notes", index_dir / ".changes-notes.txt"]
     for path in kept:
         path.write_text("not ours", encoding="utf-8")
     hooks = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
@@ -432,6 +433,7 @@ def test_what_killed_changes_left_is_removed_when_a_worker_starts(app: Flask, ba
         hooks["post_worker_init"](SimpleNamespace(wsgi=app))
         assert (index_dir / ".rebuild-papers-2-running-elsewhere").is_dir()
     assert not any(path.exists() for path in [*left, partial, index_dir / ".CURRENT.1.tmp"])
+    assert not (index_dir / ".changes-k1ll3d.jsonl").exists()
     assert all(path.read_text(encoding="utf-8") == "not ours" for path in kept)
     assert generation(app.test_client()) == backend.store.current_name()
 
