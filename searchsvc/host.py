@@ -91,15 +91,15 @@ def remove_abandoned(directory: Path, prefix: str) -> list[str]:
         if not (pid.isdigit() and dash) or path.is_symlink():
             continue  # not named by ScratchFolder: not ours
         if path.is_dir():
-            gone = _remove_unless_locked(path / SCRATCH_LOCK, partial(shutil.rmtree, path, ignore_errors=True))
+            gone = remove_unless_locked(path / SCRATCH_LOCK, partial(shutil.rmtree, path, ignore_errors=True))
         else:
-            gone = path.is_file() and _remove_unless_locked(path, partial(path.unlink, missing_ok=True))
+            gone = path.is_file() and remove_unless_locked(path, partial(path.unlink, missing_ok=True))
         if gone:
             removed.append(path.name)
     return removed
 
 
-def _remove_unless_locked(lock: Path, remove: Callable[[], None]) -> bool:
+def remove_unless_locked(lock: Path, remove: Callable[[], None]) -> bool:
     """`remove()` while holding the lock at `lock` (made if missing: a folder whose maker was killed
     before locking it), unless another process holds it; whether it was called."""
     try:

@@ -37,7 +37,7 @@ from typing import Any
 
 from searchsvc.backends.whoosh.journal import TEMPORARY as JOURNAL_TEMPORARY
 from searchsvc.core.errors import IndexUnavailable, RebuildInProgress
-from searchsvc.host import fsync_dir
+from searchsvc.host import fsync_dir, remove_unless_locked
 
 POINTER = "CURRENT"
 GENERATIONS = "generations"
@@ -196,24 +196,12 @@ class GenerationStore:
         shutil.rmtree(generation, ignore_errors=True)
 
     def _remove_if_unread(self, path: Path) -> bool:
-        try:
-            fd = os.open(path / READERS_LOCK, os.O_RDWR)
-        except FileNotFoundError:
-            shutil.rmtree(path, ignore_errors=True)
-            return True
-        except PermissionError:  # not ours to judge: leave it
-            return False
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
+        def remove() -> None:
             # Manifest first: a reader that locks after us sees an unfinished generation and retries.
             (path / MANIFEST).unlink(missing_ok=True)
             shutil.rmtree(path, ignore_errors=True)
-            return True
-        finally:
-            os.close(fd)
+
+        return remove_unless_locked(path / READERS_LOCK, remove)  # readers hold it shared
 
     # Reading side ---------------------------------------------------------------
 
