@@ -113,9 +113,15 @@ def rank_page(
 RELATED_KEY_TERMS = 12
 
 
-def related_order(
-    vectors: np.ndarray, paper: np.ndarray, limit: int, exclude: Sequence[int] = ()
-) -> list[tuple[int, float]]:
+class Rows(Protocol):
+    """Vectors by row, as an array or an engine's arrays held apart (one per segment)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, rows: slice) -> np.ndarray: ...
+
+
+def related_order(vectors: Rows, paper: np.ndarray, limit: int, exclude: Sequence[int] = ()) -> list[tuple[int, float]]:
     """Rows of `vectors` nearest in meaning to `paper` (cosine of unit vectors), the `limit`
     best first, ties to the lower row; never the rows of `exclude` (the paper's own, deleted ones)."""
     similarity = similarities(vectors, paper)
@@ -135,7 +141,7 @@ def related_order(
 _ROWS_AT_ONCE = 16_384  # float16 rows widened to float32 at a time: a few MB, whatever the collection
 
 
-def similarities(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+def similarities(vectors: Rows, query: np.ndarray) -> np.ndarray:
     """Each row's dot product with `query`, in float32 (stored vectors are float16)."""
     wanted = query.astype(np.float32)
     out = np.empty(len(vectors), dtype=np.float32)

@@ -37,7 +37,8 @@ class OpenGeneration:
 
     def __init__(self, hold: GenerationHold, vector_store: Path, previous: OpenGeneration | None = None) -> None:
         """`previous`: the generation this process served until now, if any, whose segments'
-        arrays are reused where the two share segments (an update's generation shares all but one)."""
+        arrays, vectors and cached posting lists are reused where the two share segments (an
+        update's generation shares all but one)."""
         self.path: Path = hold.path
         self.manifest: dict[str, Any] = hold.manifest
         self.stamp: PointerStamp | None = hold.stamp
@@ -63,7 +64,7 @@ class OpenGeneration:
             self.order = DocOrder.of(reader, [segment for segment, _ in placed])
             self.facets: FacetIndex = FacetIndex(placed, self.order.live, previous.facets if previous else None)
             self.all_docs = self.facets.all_docs
-            self.postings = Postings(self.searcher)
+            self.postings: Postings = Postings(self.searcher, previous=previous.postings if previous else None)
             # "Did you mean" never walks the word list.
             self.vocabulary = generation_vocabulary(hold.path, self.searcher)
             self._completions: GenerationCompletions | None = None

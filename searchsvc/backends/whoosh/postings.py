@@ -34,23 +34,38 @@ _POSTINGS_PER_BLOCK = 128
 _WHOLE_LIST_ABOVE = 4
 
 
+Placement = tuple[tuple[str, int, int], ...]  # (segment id, first document, documents) of each segment
+
+
 class Postings:
     """Posting lists of one generation as arrays (global document numbers, weights), cached.
 
     Whoosh stores a weight as a float32 (a word's frequency, times 1.0 here): kept as one, it is
-    exact, and products with the field weights (4.0, 1.0) are too."""
+    exact, and products with the field weights (4.0, 1.0) are too.
 
-    def __init__(self, searcher: Searcher, limit: int = CACHED_POSTINGS) -> None:
+    A re-open takes the lists the generation before had cached: a segment's postings never change
+    (deleted papers are masked by the caller), so a list is moved to the new document numbers on
+    its first use, with only the new segments read. Read again, the common words of a pasted
+    sentence took a worker's first searches after every change at 300,000 papers 2x as long."""
+
+    def __init__(self, searcher: Searcher, limit: int = CACHED_POSTINGS, previous: Postings | None = None) -> None:
         self._searcher = searcher
         self._reader = searcher.reader()
         self.leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]  # (segment, first doc)
-        self._cache: OrderedDict[tuple[str, bytes], tuple[PostingIds, PostingWeights]] = OrderedDict()
+        self._placement: Placement = tuple(
+            (_segment_id(reader), offset, reader.doc_count_all()) for reader, offset in self.leaves
+        )
+        # Each list with the placement its document numbers are of (a previous generation's until used).
+        self._cache: OrderedDict[tuple[str, bytes], tuple[PostingIds, PostingWeights, Placement]] = OrderedDict()
         self._cached = 0
+        self._lock = threading.Lock()  # a generation is shared by the threads of a process
+        if previous is not None:
+            with previous._lock:
+                self._cache, self._cached = OrderedDict(previous._cache), previous._cached
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
         self.schema = self._reader.schema
-        self._lock = threading.Lock()  # a generation is shared by the threads of a process
 
     def get(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
         key = (field, text)
@@ -59,41 +74,81 @@ class Postings:
             if found is not None:
                 return found
             found = self._read(field, text)
-            self._cache[key] = found
-            self._cached += len(found[0])
-            while self._cached > self._limit and len(self._cache) > 1:
-                _, (ids, _) = self._cache.popitem(last=False)
-                self._cached -= len(ids)
+            self._keep(key, found)
             return found
+
+    def _keep(self, key: tuple[str, bytes], found: tuple[PostingIds, PostingWeights]) -> None:
+        """Cache `found`, the least recently used going past the limit (the caller holds the lock)."""
+        self._cache[key] = (*found, self._placement)
+        self._cached += len(found[0])
+        while self._cached > self._limit and len(self._cache) > 1:
+            _, (ids, _, _) = self._cache.popitem(last=False)
+            self._cached -= len(ids)
 
     def _recent(self, key: tuple[str, bytes]) -> tuple[PostingIds, PostingWeights] | None:
         """The cached list, made the most recently used (the caller holds the lock)."""
         found = self._cache.get(key)
-        if found is not None:
+        if found is None:
+            return None
+        ids, weights, placement = found
+        if placement == self._placement:
             self._cache.move_to_end(key)
-        return found
+            return ids, weights
+        del self._cache[key]
+        self._cached -= len(ids)
+        moved = self._moved(key, ids, weights, placement)
+        self._keep(key, moved)
+        return moved
+
+    def _moved(
+        self, key: tuple[str, bytes], ids: PostingIds, weights: PostingWeights, placement: Placement
+    ) -> tuple[PostingIds, PostingWeights]:
+        """A list cached with another generation's `placement`, in this one's document numbers: the
+        postings of the segments both hold moved, those of the others read."""
+        before = {segment: start for segment, start, _ in placement if segment}
+        moved_ids: list[Ints] = []
+        moved_weights: list[npt.NDArray[np.floating]] = []
+        for (reader, offset), (segment, _, count) in zip(self.leaves, self._placement, strict=True):
+            if segment in before:
+                start = before[segment]
+                low, high = np.searchsorted(ids, (start, start + count))
+                moved_ids.append(ids[low:high].astype(np.int64) - start + offset)
+                moved_weights.append(weights[low:high])
+            else:
+                self._read_leaf(reader, offset, *key, moved_ids, moved_weights)
+        return _joined(moved_ids, moved_weights)
 
     def _read(self, field: str, text: bytes) -> tuple[PostingIds, PostingWeights]:
         ids: list[Ints] = []
-        weights: list[Floats] = []
+        weights: list[npt.NDArray[np.floating]] = []
         for reader, offset in self.leaves:
-            if (field, text) not in reader:
-                continue
-            m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
-            while m.is_active():
-                if isinstance(m, W3LeafMatcher):  # whoosh3 posting blocks: a block at a time
-                    m._read_ids()
-                    m._read_weights()
-                    ids.append(np.asarray(m._ids, dtype=np.int64)[m._i :] + offset)
-                    weights.append(np.asarray(m._weights, dtype=np.float64)[m._i :])
-                    m._next_block()
-                else:
-                    ids.append(np.array([m.id() + offset], dtype=np.int64))
-                    weights.append(np.array([m.weight()], dtype=np.float64))
-                    m.next()
-        if not ids:
-            return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
-        return np.concatenate(ids).astype(np.int32), np.concatenate(weights).astype(np.float32)
+            self._read_leaf(reader, offset, field, text, ids, weights)
+        return _joined(ids, weights)
+
+    @staticmethod
+    def _read_leaf(
+        reader: IndexReader,
+        offset: int,
+        field: str,
+        text: bytes,
+        ids: list[Ints],
+        weights: list[npt.NDArray[np.floating]],
+    ) -> None:
+        """Append one segment's postings of `text` to `ids` and `weights`."""
+        if (field, text) not in reader:
+            return
+        m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
+        while m.is_active():
+            if isinstance(m, W3LeafMatcher):  # whoosh3 posting blocks: a block at a time
+                m._read_ids()
+                m._read_weights()
+                ids.append(np.asarray(m._ids, dtype=np.int64)[m._i :] + offset)
+                weights.append(np.asarray(m._weights, dtype=np.float64)[m._i :])
+                m._next_block()
+            else:
+                ids.append(np.array([m.id() + offset], dtype=np.int64))
+                weights.append(np.array([m.weight()], dtype=np.float64))
+                m.next()
 
     def weights_at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> npt.NDArray[np.floating]:
         """`text`'s weights (its frequency) in `docs` (papers holding it, ascending), for a phrase's
@@ -148,6 +203,18 @@ class Postings:
             parts = [_lengths(reader, field) for reader, _ in self.leaves]
             found = self._lengths[field] = np.concatenate(parts) if parts else np.empty(0)
         return found
+
+
+def _joined(ids: list[Ints], weights: list[npt.NDArray[np.floating]]) -> tuple[PostingIds, PostingWeights]:
+    if not ids:
+        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
+    return np.concatenate(ids).astype(np.int32), np.concatenate(weights).astype(np.float32)
+
+
+def _segment_id(reader: IndexReader) -> str:
+    """The segment's id ("" for a reader of no one segment: its lists are never moved)."""
+    segment = getattr(reader, "segment", None)
+    return str(segment().segment_id()) if callable(segment) else ""
 
 
 def _lengths(reader: IndexReader, field: str) -> Floats:
