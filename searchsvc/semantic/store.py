@@ -248,6 +248,40 @@ def find(path: Path, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return vectors, found
 
 
+def find_runs(path: Path, keys: np.ndarray, runs: list[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`find` for each run (first, count) of `keys` (a generation's segments), every file read
+    once: a run whose keys are a run of the base's, in order (the generation the base was compacted
+    for, or one an update added segments to), is a view of the base's vectors. A fresh open at
+    300,000 papers copied those 230 MB into an array of its own."""
+    base = load_file(path)
+    parts = [load_file(part) for part in reversed(part_files(path))]  # newest first, as `find`
+    found_runs = []
+    for first, count in runs:
+        wanted = keys[first : first + count]
+        at = _run_at(base.keys, wanted)
+        if at is not None:
+            found_runs.append((base.vectors[at : at + count], np.ones(count, dtype=bool)))
+            continue
+        vectors = np.zeros((count, DIMENSIONS), dtype=np.float16)
+        found = np.zeros(count, dtype=bool)
+        for stored in (*parts, base):
+            if found.all():
+                break
+            _fill(stored, wanted, vectors, found)
+        found_runs.append((vectors, found))
+    return found_runs
+
+
+def _run_at(held: np.ndarray, keys: np.ndarray) -> int | None:
+    """Where `keys` are `held[at : at + len(keys)]`, if they are (and there are some)."""
+    if not len(keys):
+        return None
+    for at in np.flatnonzero(held == keys[0]).tolist():
+        if np.array_equal(held[at : at + len(keys)], keys):
+            return int(at)
+    return None
+
+
 def _fill(stored: StoredVectors, keys: np.ndarray, vectors: np.ndarray, found: np.ndarray) -> None:
     """Fill the rows of `keys` not `found` yet that `stored` holds. A compacted base is in its
     generation's order, and an update's papers come after it: when `keys` start with the base's

@@ -20,7 +20,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
-from searchsvc.semantic.store import KEY_BYTES, Stamp, content_key, find, paper_text, rows_of, stamp
+from searchsvc.semantic.store import KEY_BYTES, Stamp, content_key, find, find_runs, paper_text, rows_of, stamp
 
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
 Placement = list[tuple[str, int, int]]  # (segment id, first document number, documents) of each segment
@@ -163,12 +163,14 @@ class GenerationVectors:
                 self._found[:] = False
                 self._base = base
             missing = np.flatnonzero(~self._found)
-            if len(missing) and now is not None:
+            if len(missing) == len(self._keys) and now is not None:  # every row at once (a fresh open)
+                runs = find_runs(self._store, self._keys, [(start, count) for _, start, count in self._placement])
+                self._blocks = [vectors for vectors, _ in runs]
+                for (_, start, count), (_, found) in zip(self._placement, runs, strict=True):
+                    self._found[start : start + count] = found
+            elif len(missing) and now is not None:
                 vectors, found = find(self._store, self._keys[missing])
-                if len(missing) == len(self._keys):  # every row read at once (a fresh open): views, no copy
-                    self._blocks = [vectors[start : start + count] for _, start, count in self._placement]
-                else:
-                    self._write(missing[found], vectors[found])
+                self._write(missing[found], vectors[found])
                 self._found[missing[found]] = True
             self._stamp = now
 

@@ -81,3 +81,20 @@ def test_too_many_parts_are_compacted_into_the_base(tmp_path: Path, monkeypatch:
         assert len(part_files(path)) == count - 30
     _embed(path, list(range(34)))
     assert not part_files(path) and len(load(path).keys) == 34
+
+
+def test_runs_of_the_bases_keys_are_views_of_it_and_the_rest_is_found_as_find_finds_it(tmp_path: Path) -> None:
+    """A fresh open reads each segment's vectors with `find_runs`: a segment whose papers are a run
+    of the base's, in order, is a view of the base's rows (at 300,000 papers not a copy of 230 MB)."""
+    path = tmp_path / "model.npz"
+    _embed(path, list(range(20)))
+    _embed(path, list(range(24)))  # a part with 20..23
+    keys = np.array([content_key(TEXTS[n]) for n in [*range(12), *range(12, 20), 21, 3, 39, 22]], dtype=f"S{KEY_BYTES}")
+    runs = store.find_runs(path, keys, [(0, 12), (12, 8), (20, 4), (24, 0)])
+    assert [len(vectors) for vectors, _ in runs] == [12, 8, 4, 0]
+    assert [vectors.flags.owndata for vectors, _ in runs[:2]] == [False, False]  # views of the base's rows
+    for (vectors, found), (first, count) in zip(runs, [(0, 12), (12, 8), (20, 4), (24, 0)], strict=True):
+        expected, expected_found = find(path, keys[first : first + count])
+        assert found.tolist() == expected_found.tolist()
+        assert np.array_equal(vectors, expected)
+    assert runs[2][0][:, 0].tolist() == [21.0, 3.0, 0.0, 22.0] and runs[2][1].tolist() == [True, True, False, True]
