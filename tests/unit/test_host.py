@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchsvc.host import SCRATCH_LOCK, ScratchFolder, remove_abandoned
+from searchsvc.host import BACKGROUND_NICENESS, SCRATCH_LOCK, ScratchFolder, remove_abandoned, start_detached
 
 PREFIX = ".write-"
 _MAKE_AND_WAIT = """
@@ -81,3 +81,11 @@ def test_only_names_with_the_prefix_are_touched(tmp_path: Path) -> None:
     (tmp_path / f"{PREFIX}link").symlink_to(tmp_path / "notes.txt")
     assert remove_abandoned(tmp_path, PREFIX) == []
     assert all(path.read_text(encoding="utf-8") == "theirs" for path in others)
+
+
+def test_work_started_in_the_background_yields_the_cores_to_searches(tmp_path: Path) -> None:
+    """A write's embedding runs detached at a lower priority, which its encoder processes inherit."""
+    told = tmp_path / "niceness"
+    process = start_detached("tests.helpers.niceness_probe", str(told).encode())
+    assert process.wait(timeout=60) == 0
+    assert int(told.read_text(encoding="utf-8")) == min(19, os.nice(0) + BACKGROUND_NICENESS)
