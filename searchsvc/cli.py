@@ -152,7 +152,7 @@ def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) 
 def changes_command(context: click.Context, as_json: bool, index_dir: Path | None) -> None:
     """List the changes made since the sources (searchsvc add/remove, the write API), oldest first.
 
-    Every rebuild replays them after its sources; `rebuild --discard-changes` drops them.
+    A rebuild that builds replays them after its sources; `rebuild --discard-changes` drops them.
     """
     context.obj = index_dir
     if context.invoked_subcommand is not None:
