@@ -49,7 +49,9 @@ def build_once(engine: str, source: Path, work: Path, opensearch: str | None = N
     if engine == OPENSEARCH:
         assert opensearch, "the OpenSearch build needs --opensearch URLS"
         extra.update(opensearch_env(opensearch))
-        command = [str(VENV_BIN / "searchsvc"), "rebuild", str(source)]
+        # A fresh index folder holds no merge state, so the rebuild builds though the alias serves the same
+        # records (an up-to-date rebuild publishes nothing); `--force` would do too, but older versions lack it.
+        command = [str(VENV_BIN / "searchsvc"), "rebuild", str(source), "--index-dir", str(target)]
     elif engine == "searchsvc":
         command = [str(VENV_BIN / "searchsvc"), "rebuild", str(source), "--index-dir", str(target)]
     else:

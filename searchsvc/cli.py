@@ -94,7 +94,8 @@ _REBUILD_HELP = f"""Build a new index generation from SOURCES and publish it ato
 
 SOURCES are files or folders of files in these formats: {formats_described()}. With none,
 the configured sources (seeds/) are read. On any error nothing is published and the
-previous index keeps serving.
+previous index keeps serving. When the published generation was made from the same sources
+(by content), settings and code, nothing is rebuilt: its papers lacking a vector are embedded.
 """
 
 
@@ -105,11 +106,12 @@ previous index keeps serving.
     is_flag=True,
     help="Drop the changes made since the sources (searchsvc add/remove, the write API) instead of replaying them.",
 )
+@click.option("--force", is_flag=True, help="Rebuild even when the published generation is up to date.")
 @index_dir_option
-def rebuild_command(sources: tuple[Path, ...], discard_changes: bool, index_dir: Path | None) -> None:
+def rebuild_command(sources: tuple[Path, ...], discard_changes: bool, force: bool, index_dir: Path | None) -> None:
     settings = _settings(index_dir)
-    report = _rebuild(open_backend(settings), list(sources) or list(settings.sources), discard_changes)
-    if settings.metrics:
+    report = _rebuild(open_backend(settings), list(sources) or list(settings.sources), discard_changes, force)
+    if settings.metrics and report.rebuilt:
         from searchsvc.web.metrics import observe_rebuild  # Flask and prometheus_client only when asked for
 
         observe_rebuild(report.seconds)
@@ -150,7 +152,7 @@ def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) 
 def changes_command(context: click.Context, as_json: bool, index_dir: Path | None) -> None:
     """List the changes made since the sources (searchsvc add/remove, the write API), oldest first.
 
-    Every rebuild replays them after its sources; `rebuild --discard-changes` drops them.
+    A rebuild that builds replays them after its sources; `rebuild --discard-changes` drops them.
     """
     context.obj = index_dir
     if context.invoked_subcommand is not None:
@@ -206,9 +208,11 @@ def _warn(message: str) -> None:
     say("warning: ", Quoted(message), err=True)
 
 
-def _rebuild(backend: Backend, sources: list[Path], discard_changes: bool = False) -> RebuildReport:
+def _rebuild(
+    backend: Backend, sources: list[Path], discard_changes: bool = False, force: bool = False
+) -> RebuildReport:
     """A rebuild with a progress bar on a terminal and warnings on stderr."""
-    return rebuild(backend, sources, progress=_progress_bar, warn=_warn, discard_changes=discard_changes)
+    return rebuild(backend, sources, progress=_progress_bar, warn=_warn, discard_changes=discard_changes, force=force)
 
 
 @contextmanager

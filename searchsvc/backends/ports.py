@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from searchsvc.core.catalogue import Catalogue, Change, JournalEntry
@@ -21,6 +22,18 @@ from searchsvc.settings import Settings
 Purpose = Literal["page", "export"]
 # Where an engine keeps `Catalogue.journal_entries` with each generation it publishes (and shows it in `status`).
 JOURNAL_ENTRIES = "journal_entries"
+# Where an engine keeps, with each generation it publishes, what its rebuild made it from (the provenance key
+# operations.fingerprint writes); an update publishes it on unchanged, as its papers are the rebuild's and the change's.
+FINGERPRINT = "fingerprint"
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    """What makes the index an engine writes what it is, besides the papers it is given."""
+
+    settings: dict[str, Any]  # the settings the engine writes into its index (none on Whoosh)
+    version: int  # of its format: the Whoosh schema's, the OpenSearch mapping's
+    modules: tuple[str, ...]  # the modules whose code `build` runs to write it (what they import is followed)
 
 
 class Journal(Protocol):
@@ -126,6 +139,14 @@ class Backend(Protocol):
 
     def published(self) -> str | None:
         """The published generation's name, read cheaply (None if nothing is published)."""
+
+    def index_shape(self) -> IndexShape:
+        """What, besides the papers, shapes the index `build` writes now (operations.fingerprint)."""
+
+    def published_fingerprint(self) -> dict[str, Any] | None:
+        """The `FINGERPRINT` the published generation was built with, once it is checked whole as a server
+        checks it before serving it; None if nothing is published, it is damaged or unreadable, or it has
+        none (built before fingerprints were kept): a rebuild then builds."""
 
     def journal(self) -> Journal:
         """The change journal of this index, where every process serving it sees the same one."""

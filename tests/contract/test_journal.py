@@ -39,12 +39,33 @@ def seeds_then_changed(factory: BackendFactory, tmp_path: Path) -> tuple[Backend
 
 def test_a_rebuild_replays_the_changes_after_its_sources_and_says_so(factory: BackendFactory, tmp_path: Path) -> None:
     backend, removed = seeds_then_changed(factory, tmp_path)
-    report = rebuild(backend, [SEEDS])
+    report = rebuild(backend, [SEEDS], force=True)
     assert "replayed 1 added and 1 removed from 2 earlier change(s)" in report.summary()
     assert ids(backend, "zebra") == {"zebra-00"} and removed not in ids(backend)
     assert report.papers == 28 and changes.count(backend) == 2
-    again = rebuild(backend, [SEEDS])  # and every rebuild after it: a deploy's release phase
-    assert again.replayed.changes == 2 and ids(backend, "zebra") == {"zebra-00"} and removed not in ids(backend)
+    again = rebuild(backend, [SEEDS])  # and every rebuild after it: a deploy's release phase, publishing nothing
+    assert not again.rebuilt and "up to date with its 2 source file(s), 2 change(s) and settings" in again.summary()
+    assert ids(backend, "zebra") == {"zebra-00"} and removed not in ids(backend) and changes.count(backend) == 2
+
+
+def test_a_rebuild_after_changes_to_unchanged_sources_publishes_nothing_and_keeps_them(
+    factory: BackendFactory, tmp_path: Path
+) -> None:
+    """Issue #35: the published generation holds the sources and the changes; a deploy's rebuild
+    keeps both as they are, and one changed source rebuilds with the changes replayed."""
+    backend, removed = seeds_then_changed(factory, tmp_path)
+    published = backend.published()
+    report = rebuild(backend, [SEEDS])
+    assert not report.rebuilt and report.kept == 2 and backend.published() == published
+    assert ids(backend, "zebra") == {"zebra-00"} and changes.count(backend) == 2
+    more = write_jsonl(tmp_path / "more.jsonl", made_up_papers("okapi", 1))
+    report = rebuild(backend, [SEEDS, more])
+    assert report.rebuilt and report.reason == "the sources changed" and report.replayed.changes == 2
+    assert ids(backend, "okapi") == {"okapi-00"} and ids(backend, "zebra") == {"zebra-00"}
+    assert removed not in ids(backend)
+    assert rebuild(backend, [SEEDS, more], discard_changes=True).reason == "the changes it includes are discarded"
+    assert ids(backend, "zebra") == set() and changes.count(backend) == 0
+    assert not rebuild(backend, [SEEDS, more], discard_changes=True).rebuilt  # nothing left to discard
 
 
 def test_discarding_the_changes_restores_the_sources_papers(factory: BackendFactory, tmp_path: Path) -> None:
@@ -97,7 +118,11 @@ def test_a_change_journaled_but_never_published_is_no_change(factory: BackendFac
     journal.append(unpublished)  # and then the process died
     assert len(journal) == 2 and changes.count(backend) == 1
     assert [c.added[0].id for c in changes.kept(backend)] == ["zebra-00"]
-    assert rebuild(backend, [SEEDS]).replayed.changes == 1 and ids(backend, "okapi") == set()
+    report = rebuild(backend, [SEEDS])  # up to date: it drops the change as a rebuild would
+    assert not report.rebuilt and (report.kept, report.discarded) == (1, 1) and ids(backend, "okapi") == set()
+    assert [c.added[0].id for c in journal.changes()] == ["zebra-00"]
+    journal.append(unpublished)  # again
+    assert rebuild(backend, [SEEDS], force=True).replayed.changes == 1 and ids(backend, "okapi") == set()
     assert [c.added[0].id for c in journal.changes()] == ["zebra-00"]
     journal.append(unpublished)  # again
     update.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 1))])
@@ -176,7 +201,7 @@ def test_a_write_sent_again_under_its_idempotency_key_is_made_once(factory: Back
     assert theirs.status_code == 200 and theirs.get_json()["added"] == ["okapi-00"]  # another writer's key
     assert client.get("/api/changes/remove-1", headers=headers("", other)).status_code == 404
 
-    rebuild(backend, [SEEDS])  # the journal, keys and all, outlives a rebuild
+    rebuild(backend, [SEEDS], force=True)  # the journal, keys and all, outlives a rebuild
     after = client.post("/api/papers", data=body, headers=headers("add-1"))
     assert after.status_code == 200 and after.get_json()["replayed"] is True and changes.count(backend) == 3
     assert ids(backend, "zebra") == {"zebra-00"}

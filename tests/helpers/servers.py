@@ -100,10 +100,12 @@ def gunicorn_refusing(**extra_env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def run_rebuild(index_dir: Path, *sources: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    """Run `searchsvc rebuild SOURCES --index-dir index_dir` as a separate process, whatever its outcome."""
+def run_rebuild(
+    index_dir: Path, *sources: Path, force: bool = False, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `searchsvc rebuild SOURCES --index-dir index_dir` (`--force`) as a separate process, whatever its outcome."""
     return subprocess.run(
-        [str(SEARCHSVC), "rebuild", *map(str, sources), "--index-dir", str(index_dir)],
+        [str(SEARCHSVC), "rebuild", *map(str, sources), "--index-dir", str(index_dir), *(["--force"] if force else [])],
         cwd=REPO,
         env=environment(**extra_env),
         capture_output=True,
@@ -113,9 +115,9 @@ def run_rebuild(index_dir: Path, *sources: Path, **extra_env: str) -> subprocess
     )
 
 
-def rebuild_index(index_dir: Path, *sources: Path, **extra_env: str) -> str:
-    """Run a rebuild that must succeed; return the generation it published."""
-    done = run_rebuild(index_dir, *sources, **extra_env)
+def rebuild_index(index_dir: Path, *sources: Path, force: bool = False, **extra_env: str) -> str:
+    """Run a rebuild that must succeed and publish; return the generation it published."""
+    done = run_rebuild(index_dir, *sources, force=force, **extra_env)
     assert done.returncode == 0, f"rebuild exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     summary = done.stdout.split()
     assert summary[:3] == ["rebuilt", "index", "generation"], done.stdout

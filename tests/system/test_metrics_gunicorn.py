@@ -18,7 +18,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.paths import SEEDS
-from tests.helpers.servers import POLL_ATTEMPTS, POLL_INTERVAL, free_port, get, get_text, procfile_web, rebuild_index
+from tests.helpers.servers import (
+    POLL_ATTEMPTS,
+    POLL_INTERVAL,
+    free_port,
+    get,
+    get_text,
+    procfile_web,
+    rebuild_index,
+    run_rebuild,
+)
 
 SEARCHES = 20
 MORE_SEARCHES = 10
@@ -105,7 +114,11 @@ def test_a_rebuild_beside_the_server_reports_its_duration(tmp_path: Path, index_
         metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         before = scrape(metrics_url)
         assert ("searchsvc_rebuild_seconds_count", frozenset()) not in before, "the master emptied the directory"
-        generation = rebuild_index(index_dir, SEEDS, **shared)
+        assert run_rebuild(index_dir, SEEDS, **shared).stdout.startswith(
+            "index generation "
+        )  # up to date: not a rebuild
+        assert ("searchsvc_rebuild_seconds_count", frozenset()) not in scrape(metrics_url)
+        generation = rebuild_index(index_dir, SEEDS, force=True, **shared)
         after = scrape(metrics_url)
         assert after[("searchsvc_rebuild_seconds_count", frozenset())] == 1
         assert after[("searchsvc_rebuild_seconds_sum", frozenset())] > 0

@@ -173,6 +173,21 @@ def test_embed_gives_an_index_built_without_meaning_its_vectors(runner, index_di
     assert off.exit_code == 2 and "ranking by meaning is off" in off.stderr
 
 
+def test_a_second_rebuild_of_the_same_sources_publishes_nothing_and_force_rebuilds(runner, index_dir: Path) -> None:
+    rebuilding = ("rebuild", str(SEEDS), "--index-dir", str(index_dir))
+    lexical = {"SEARCHSVC_SEMANTIC_RANKING": "false"}
+    generation = invoke(runner, *rebuilding, env=lexical).stdout.split()[3]
+    again = invoke(runner, *rebuilding, env=lexical)
+    assert again.exit_code == 0 and again.stderr == "", again.output  # no warnings: nothing was read
+    assert again.stdout.startswith(
+        f"index generation {generation} is up to date with its 2 source file(s) and settings; nothing rebuilt "
+        "(--force rebuilds anyway), 0 embedded, "
+    )
+    forced = invoke(runner, *rebuilding, "--force", env=lexical)
+    assert forced.stdout.startswith("rebuilt index generation ") and generation not in forced.stdout
+    assert forced.stdout.endswith("; rebuilt because --force was given\n")
+
+
 def test_rebuild_help_names_every_extension_a_reader_reads(runner) -> None:
     from searchsvc.ingest.sources import SUFFIXES
 

@@ -32,10 +32,10 @@ from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, page
 from searchsvc.backends.opensearch.suggesting import suggestions
-from searchsvc.backends.ports import JOURNAL_ENTRIES, Purpose
+from searchsvc.backends.ports import FINGERPRINT, JOURNAL_ENTRIES, IndexShape, Purpose
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
-from searchsvc.core.errors import PaperNotFound, RebuildFailed
+from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
@@ -48,6 +48,8 @@ from searchsvc.settings import Settings
 
 ENGINE = "opensearch"
 RELATED_CANDIDATES = 100  # more_like_this's best matches that related papers are chosen from by meaning
+# The modules whose code `build` runs to write an index (operations.fingerprint follows their imports).
+_WRITERS = ("searchsvc.backends.opensearch.mapping", "searchsvc.backends.opensearch.vectors")
 
 
 class OpenSearchBackend:
@@ -172,6 +174,30 @@ class OpenSearchBackend:
         """The alias's index, labelled with its number of updates (one request)."""
         found = self._published_meta()
         return None if found is None else updates.label(*found)
+
+    def index_shape(self) -> IndexShape:
+        """The mapping, the shards and replicas each new index is made with, and the vector store
+        its papers' vectors are loaded from (the running encoder's: a paper that has one is not
+        embedded again, so vectors of another encoder would stay)."""
+        settings = {
+            "opensearch_shards": self.settings.opensearch_shards,
+            "opensearch_replicas": self.settings.opensearch_replicas,
+            "vectors": self.vector_store.name,
+        }
+        return IndexShape(settings=settings, version=MAPPING_VERSION, modules=_WRITERS)
+
+    def published_fingerprint(self) -> dict[str, Any] | None:
+        """The published index's fingerprint, if it is of this mapping version, no update died
+        half-way through it, and it holds the papers its `_meta` counts (three requests)."""
+        with cluster_errors(self._where):
+            try:
+                index, mapping = self.generations.serving_mapping()
+            except IndexUnavailable:
+                return None
+            meta = mapping.get("_meta", {})
+            whole = not meta.get(updates.PENDING) and self.client.count(index=index)["count"] == meta.get("doc_count")
+        found = meta.get(FINGERPRINT)
+        return found if whole and isinstance(found, dict) else None
 
     def journal(self) -> IndexJournal:
         """The journal in the cluster, beside the alias: the same for every process that serves it."""

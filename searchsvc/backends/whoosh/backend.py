@@ -15,7 +15,7 @@ from whoosh import query
 
 from searchsvc.backends.analysis import SEARCH_FIELDS
 from searchsvc.backends.bm25f import FIELD_WEIGHTS
-from searchsvc.backends.ports import JOURNAL_ENTRIES, Purpose
+from searchsvc.backends.ports import FINGERPRINT, JOURNAL_ENTRIES, IndexShape, Purpose
 from searchsvc.backends.whoosh import segment_arrays
 from searchsvc.backends.whoosh.answer import WhooshAnswer, match
 from searchsvc.backends.whoosh.deadline_collectors import top_scored
@@ -31,7 +31,7 @@ from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.updates import link_previous, write_update
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
-from searchsvc.core.errors import PaperNotFound, RebuildFailed, StorageFull, is_storage_full
+from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed, StorageFull, is_storage_full
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
@@ -42,6 +42,12 @@ from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_
 from searchsvc.settings import Settings
 
 ENGINE = "whoosh-reloaded"
+# The modules whose code `build` runs to write a generation (operations.fingerprint follows their imports).
+_WRITERS = tuple(
+    f"searchsvc.backends.whoosh.{name}" for name in ("indexing", "segment_arrays", "generation_vectors", "spelling")
+)
+# What an update's manifest keeps of the published one's: it holds the same sources' papers, changed.
+_BUILT_FROM = ("sources", "built_at", FINGERPRINT)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -128,7 +134,7 @@ class WhooshBackend:
         """A new generation sharing the published one's segment files (updates.py)."""
         previous = self.store.generations / self.store.published_name()
         manifest = self.store.manifest(previous)
-        base: dict[str, Any] = {key: manifest[key] for key in ("sources", "built_at") if key in manifest}
+        base: dict[str, Any] = {key: manifest[key] for key in _BUILT_FROM if key in manifest}
         linked: set[str] = set()
 
         def write(generation: Path) -> None:
@@ -143,6 +149,22 @@ class WhooshBackend:
 
     def published(self) -> str | None:
         return self.store.current_name()
+
+    def index_shape(self) -> IndexShape:
+        """The schema and the code that writes it; no setting changes what a generation holds
+        (`build_memory_mb` changes how its segments are cut, not what they answer)."""
+        return IndexShape(settings={}, version=SCHEMA_VERSION, modules=_WRITERS)
+
+    def published_fingerprint(self) -> dict[str, Any] | None:
+        """The published manifest's fingerprint, once its files are checked against it and its schema
+        is this version's (as before serving it)."""
+        try:
+            hold = self.store.hold_current()
+        except (IndexUnavailable, OSError):  # damaged, unreadable, or none published
+            return None
+        hold.release()
+        found = hold.manifest.get(FINGERPRINT)
+        return found if isinstance(found, dict) and hold.manifest["schema_version"] == SCHEMA_VERSION else None
 
     def journal(self) -> FileJournal:
         return FileJournal(self.settings.index_dir)

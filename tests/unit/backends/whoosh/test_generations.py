@@ -59,7 +59,7 @@ def test_build_failing_half_way_leaves_previous_index(backend: WhooshBackend, mo
 
     monkeypatch.setattr("searchsvc.backends.whoosh.backend.write_index", write_then_fail)
     with pytest.raises(StorageFull) as failed:
-        rebuild(backend, [SEEDS])
+        rebuild(backend, [SEEDS], force=True)
     assert str(backend.store.generations) in failed.value.explained(), "the operator learns where"
     assert "cannot write the new generation" in failed.value.explained() and "No space left" in failed.value.explained()
     assert backend.status() == before
@@ -78,7 +78,7 @@ def test_generation_failing_its_check_is_not_published(backend: WhooshBackend, m
         ),
     )
     with pytest.raises(RebuildFailed, match="new generation holds 27 papers, expected 28; not published"):
-        rebuild(backend, [SEEDS])
+        rebuild(backend, [SEEDS], force=True)
     assert backend.status() == before
 
 
@@ -143,12 +143,12 @@ def test_rebuild_prunes_old_generations_but_not_one_being_read(backend: WhooshBa
     store = backend.store
     first = store.current_name()
     hold = store.hold_current()  # a reader (e.g. another worker) still on the first generation
-    rebuild(backend, [SEEDS])
+    rebuild(backend, [SEEDS], force=True)
     second = store.current_name()
     assert second != first
     assert sorted(os.listdir(store.generations)) == sorted([first, second])
     hold.release()
-    rebuild(backend, [SEEDS])
+    rebuild(backend, [SEEDS], force=True)
     assert os.listdir(store.generations) == [store.current_name()]
 
 
@@ -179,10 +179,10 @@ def test_serving_backend_keeps_its_generation_until_it_switches(backend: WhooshB
     first = store.current_name()
     titles(backend)  # the serving process opens generation 1
     rebuilder = WhooshBackend(settings_for(backend.settings.index_dir))
-    rebuild(rebuilder, [SEEDS])
+    rebuild(rebuilder, [SEEDS], force=True)
     assert first in os.listdir(store.generations)  # still read: not pruned
     titles(backend)  # next request: switches to generation 2 and releases generation 1
-    rebuild(rebuilder, [SEEDS])
+    rebuild(rebuilder, [SEEDS], force=True)
     assert first not in os.listdir(store.generations)
 
 
@@ -218,7 +218,7 @@ def test_a_rebuild_in_the_wrong_folder_deletes_nothing_of_anyone_elses(tmp_path:
     theirs.mkdir(parents=True)
     (theirs / "chapter1.tex").write_text("\\chapter{One}", encoding="utf-8")
     backend = build_index(folder, sources=[SEEDS])
-    rebuild(backend, [SEEDS])  # the second prunes the first generation
+    rebuild(backend, [SEEDS], force=True)  # the second prunes the first generation
     assert (theirs / "chapter1.tex").read_text(encoding="utf-8") == "\\chapter{One}"
     assert len(list((folder / "generations").iterdir())) == 2  # theirs and the published one
 
