@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from searchsvc.core.text import one_line
+from searchsvc.core.text import one_line, preview
 
 __all__ = ["one_line"]  # the readers' rule, kept in core.text so a search's filters fold alike
 
@@ -55,11 +55,6 @@ def surname_first_to_first_last(name: str) -> str:
     if len(parts) == 3:
         return first_last(parts[0], parts[2], parts[1])
     return one_line(name)
-
-
-def preview(text: str, limit: int = 40) -> str:
-    """A value as an error may quote it: escaped, and cut short."""
-    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
 
 
 def string_field(obj: dict[str, Any], key: str) -> str:

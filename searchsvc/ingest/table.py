@@ -17,7 +17,8 @@ from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.export import csv_text
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, one_line, preview, split_list, year_in
+from searchsvc.core.text import preview
+from searchsvc.ingest.fields import FieldProblem, one_line, split_list, year_in
 from searchsvc.ingest.lines import numbered_lines
 
 COLUMNS = ("title", "abstract", "year", "authors", "subjects", "id", "doi", "url", "arxiv")
