@@ -19,6 +19,10 @@ from searchsvc.core.paper import Paper
 from searchsvc.core.text import fold
 
 _LIST_SEPARATOR = "; "
+# In a CSV list cell (authors, subjects), `\;` is a `;` that belongs to the item and `\\` a backslash;
+# a backslash before anything else is itself, so a sheet that never wrote `\;` or `\\` reads as before.
+_LIST_ESCAPES = str.maketrans({"\\": "\\\\", ";": "\\;"})
+_LIST_ESCAPE_OR_SEPARATOR = re.compile(r"\\([\\;])|;")
 _CSV_HEADER = ("id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url")
 _IDENTIFIERS = ("doi", "arxiv", "url")  # the columns (CSV) and keys (JSON lines) of Paper.identifiers
 # OWASP CSV injection: a cell starting with one of these may be run as a formula by a spreadsheet,
@@ -94,8 +98,8 @@ def _write_csv(papers: Iterable[Paper]) -> Iterator[str]:
                 paper.id,
                 paper.title,
                 "" if paper.year is None else str(paper.year),
-                _LIST_SEPARATOR.join(paper.subjects),
-                _LIST_SEPARATOR.join(paper.authors),
+                csv_list(paper.subjects),
+                csv_list(paper.authors),
                 paper.abstract,
                 *(getattr(paper.identifiers, name) for name in _IDENTIFIERS),
             )
@@ -106,6 +110,30 @@ def csv_cell(text: str) -> str:
     """`text` as a CSV cell no spreadsheet runs as a formula: marked with a leading `'` when it
     starts like one (or with `'`)."""
     return "'" + text if text.startswith(_MARKED_STARTS) else text
+
+
+def csv_list(items: Iterable[str]) -> str:
+    """`items` as one CSV cell: separated by "; ", each `;` and `\\` in an item escaped with `\\`."""
+    return _LIST_SEPARATOR.join(item.translate(_LIST_ESCAPES) for item in items)
+
+
+def csv_items(cell: str) -> list[str]:
+    """The items `csv_list` wrote `cell` for (not yet stripped): split at each `;` not escaped,
+    `\\;` and `\\\\` read as `;` and `\\`."""
+    items: list[str] = []
+    item: list[str] = []
+    start = 0
+    for match in _LIST_ESCAPE_OR_SEPARATOR.finditer(cell):
+        item.append(cell[start : match.start()])
+        if match[1]:
+            item.append(match[1])
+        else:
+            items.append("".join(item))
+            item = []
+        start = match.end()
+    item.append(cell[start:])
+    items.append("".join(item))
+    return items
 
 
 def csv_text(cell: str) -> str:

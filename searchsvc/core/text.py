@@ -3,6 +3,7 @@ escaped for a terminal or a log."""
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 
@@ -10,6 +11,7 @@ _NON_WORD = re.compile(r"[\W_]+")
 _WORD_START = re.compile(r"(?<!\w)\w")
 ELLIPSIS = "…"
 SNIPPET_CHARS = 240  # the abstract snippet when nothing is highlighted: about three lines of a result list
+PREVIEW_CHARS = 40  # a value quoted in a warning or an error: enough to find it in its file
 
 
 def one_line(text: str | None) -> str:
@@ -54,6 +56,14 @@ def opening(text: str, limit: int = SNIPPET_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[:limit].rsplit(" ", 1)[0].rstrip(",.;:") + ELLIPSIS
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """`text` as a warning or an error quotes it: in double quotes as JSON writes a string (quotes,
+    backslashes and controls escaped, letters of every script kept), every other unprintable
+    character escaped as well, and cut after `limit` characters with "…"."""
+    cut = text if len(text) <= limit else text[:limit] + ELLIPSIS
+    return escape_unprintable(json.dumps(cut, ensure_ascii=False))
 
 
 def escape_unprintable(text: str, keep: str = "") -> str:

@@ -14,7 +14,8 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, distinct, first_last, one_line, preview, string_field, year_in
+from searchsvc.core.text import preview
+from searchsvc.ingest.fields import FieldProblem, distinct, first_last, one_line, string_field, year_in
 from searchsvc.ingest.json_records import json_papers
 
 

@@ -28,8 +28,9 @@ from pylatexenc.latex2text import LatexNodes2Text
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
+from searchsvc.core.text import preview
 from searchsvc.ingest.bibtex_strings import resolved
-from searchsvc.ingest.fields import FieldProblem, one_line, preview, split_list, year_in
+from searchsvc.ingest.fields import FieldProblem, one_line, split_list, year_in
 from searchsvc.ingest.lines import MAX_LINE_BYTES, line_chunks
 
 # One entry of a real bibliography is a few kilobytes (a long abstract, hundreds of authors);

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from searchsvc.core.paper import Paper, paper_id_for_title
-from searchsvc.ingest.fields import preview
+from searchsvc.core.text import preview
 from searchsvc.settings import Settings
 
 _ELLIPSIS = "…"

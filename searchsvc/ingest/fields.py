@@ -7,13 +7,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from searchsvc.core.text import one_line
+from searchsvc.core.text import one_line, preview
 
 __all__ = ["one_line"]  # the readers' rule, kept in core.text so a search's filters fold alike
 
 MIN_YEAR, MAX_YEAR = 1000, 2999
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
-# Keywords and lists of names are separated by ";" in CSV and by "," or ";" in BibTeX keywords.
+# BibTeX keywords are separated by "," or ";" (CSV lists have their own rule: core.export.csv_items).
 _LIST_SEPARATORS = re.compile(r"\s*[;,]\s*")
 
 
@@ -32,9 +32,9 @@ def year_in(text: str | None, field: str = "year") -> int | None:
     return int(match[1])
 
 
-def split_list(text: str | None, separators: re.Pattern[str] = _LIST_SEPARATORS) -> list[str]:
-    """The distinct, non-empty items of a separated list, in order."""
-    return distinct(separators.split(text or ""))
+def split_list(text: str | None) -> list[str]:
+    """The distinct, non-empty items of a list separated by "," or ";", in order."""
+    return distinct(_LIST_SEPARATORS.split(text or ""))
 
 
 def distinct(items: Iterable[str]) -> list[str]:
@@ -55,11 +55,6 @@ def surname_first_to_first_last(name: str) -> str:
     if len(parts) == 3:
         return first_last(parts[0], parts[2], parts[1])
     return one_line(name)
-
-
-def preview(text: str, limit: int = 40) -> str:
-    """A value as an error may quote it: escaped, and cut short."""
-    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
 
 
 def string_field(obj: dict[str, Any], key: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
+from searchsvc.core.text import preview
 from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, distinct, one_line, string_field
 from searchsvc.ingest.json_records import json_papers
 
@@ -32,12 +33,12 @@ def _paper(obj: dict[str, Any], where: SourceLocation, warn: Callable[[str], Non
         raise FieldProblem(f"'id' must be a string or an integer, found {json.dumps(given_id)}")
     paper_id = str(given_id).strip() if given_id is not None else ""
     if paper_id and (problem := id_problem(paper_id)):
-        raise FieldProblem(f"'id' {_preview(paper_id)} {problem}")
+        raise FieldProblem(f"'id' {preview(paper_id)} {problem}")
     given = {name: _text(obj, name) for name in ("arxiv", "doi", "url")}
     identifiers = Identifiers.of(arxiv=given["arxiv"], doi_text=given["doi"], url=given["url"])
     for name, value in given.items():
         if value and not getattr(identifiers, name):
-            warn(f"{where}: {name!r} {_preview(value)} is not valid; ignored")
+            warn(f"{where}: {name!r} {preview(value)} is not valid; ignored")
     return Paper(
         id=paper_id or paper_id_for_title(title),
         title=title,
@@ -71,8 +72,3 @@ def _names(obj: dict[str, Any], key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FieldProblem(f"'{key}' must be a list of strings, found {json.dumps(value)[:60]}")
     return distinct(value)
-
-
-def _preview(text: str, limit: int = 40) -> str:
-    """A value as an error may quote it: escaped, and cut short."""
-    return json.dumps(text if len(text) <= limit else text[:limit] + "…")

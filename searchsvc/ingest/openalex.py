@@ -14,7 +14,8 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers, arxiv_id
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, distinct, one_line, preview, year_in
+from searchsvc.core.text import preview
+from searchsvc.ingest.fields import FieldProblem, distinct, one_line, year_in
 from searchsvc.ingest.json_records import json_papers
 
 # Positions beyond this are not an abstract (the longest run to a few thousand words); the

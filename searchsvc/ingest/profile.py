@@ -20,6 +20,7 @@ from pathlib import Path
 
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.text import preview
 from searchsvc.ingest.lines import numbered_lines
 
 HEADER = "arXiv subjects"
@@ -81,7 +82,7 @@ def _read_header(path: Path, lines: _Lines) -> str:
         raise SourceFormatError(str(path), 1, "file is empty: expected a profile page")
     if header[1] != HEADER:
         raise SourceFormatError(
-            str(path), header[0], f"expected the profile header {HEADER!r}, found {_preview(header[1])}"
+            str(path), header[0], f"expected the profile header {HEADER!r}, found {preview(header[1])}"
         )
     name_line = lines.take()
     if name_line is None:
@@ -90,7 +91,7 @@ def _read_header(path: Path, lines: _Lines) -> str:
     match = _ATTRIBUTION.match(attribution[1]) if attribution else None
     if attribution is None or match is None:
         number = attribution[0] if attribution else name_line[0]
-        found = _preview(attribution[1]) if attribution else "the end of the file"
+        found = preview(attribution[1]) if attribution else "the end of the file"
         raise SourceFormatError(
             str(path), number, f"expected 'Publications and source records attributed to NAME.', found {found}"
         )
@@ -119,14 +120,14 @@ def _read_record(path: Path, lines: _Lines, author: str) -> Paper:
     number, text = year_line
     year_match = _YEAR_LINE.match(text)
     if year_match is None:
-        raise SourceFormatError(where, number, f"expected a record's year line 'arXiv<YEAR>', found {_preview(text)}")
+        raise SourceFormatError(where, number, f"expected a record's year line 'arXiv<YEAR>', found {preview(text)}")
     if not _YEAR.match(year_match["year"]):
         raise SourceFormatError(where, number, f"{year_match['year']!r} is not a year (in {text!r})")
 
     title = lines.take()
     if title is None or _YEAR_LINE.match(title[1]):
         raise SourceFormatError(where, title[0] if title else number, "record has no title after its year line")
-    record = f"record {_preview(title[1])} (line {title[0]})"
+    record = f"record {preview(title[1])} (line {title[0]})"
 
     abstract = lines.take()
     if abstract is None or _YEAR_LINE.match(abstract[1]) or _SUBJECT_LINE.match(abstract[1]):
@@ -137,7 +138,7 @@ def _read_record(path: Path, lines: _Lines, author: str) -> Paper:
         raise SourceFormatError(
             where,
             subjects[0] if subjects else abstract[0],
-            f"{record} has no subject line such as 'cs.LG↗'" + (f", found {_preview(subjects[1])}" if subjects else ""),
+            f"{record} has no subject line such as 'cs.LG↗'" + (f", found {preview(subjects[1])}" if subjects else ""),
         )
     lines.take()
 
@@ -155,7 +156,3 @@ def _read_record(path: Path, lines: _Lines, author: str) -> Paper:
 def _parse_subjects(line: str) -> list[str]:
     tokens = re.split(r"[\s,]+", line.replace(_LINK_MARKER, " "))
     return list(dict.fromkeys(token for token in tokens if token))
-
-
-def _preview(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")

@@ -14,7 +14,8 @@ from pathlib import Path
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers, arxiv_id
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, distinct, one_line, preview, surname_first_to_first_last, year_in
+from searchsvc.core.text import preview
+from searchsvc.ingest.fields import FieldProblem, distinct, one_line, surname_first_to_first_last, year_in
 from searchsvc.ingest.lines import numbered_lines
 
 _TAG = re.compile(r"^([A-Z][A-Z0-9])  -(?: (.*))?$")

@@ -1,7 +1,8 @@
 """Reader for spreadsheets saved as CSV (`.csv`) or TSV (`.tsv`) with a header row.
 
-Columns `title` (required), `abstract`, `year`, `authors` and `subjects` (each separated by `;`),
-and optionally `id`, `doi`, `url`, `arxiv`; others are ignored, names are case-insensitive.
+Columns `title` (required), `abstract`, `year`, `authors` and `subjects` (each separated by `;`,
+`\\;` being a `;` within a name or subject and `\\\\` a backslash), and optionally `id`, `doi`, `url`,
+`arxiv`; others are ignored, names are case-insensitive.
 UTF-8 with or without a byte-order mark (as Excel saves it). A cell our CSV export marked with a
 leading `'` against formula injection (`'=…`, `'-…`, `''…`) is read without the mark.
 """
@@ -9,19 +10,18 @@ leading `'` against formula injection (`'=…`, `'-…`, `''…`) is read withou
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from searchsvc.core.errors import SourceFormatError
-from searchsvc.core.export import csv_text
+from searchsvc.core.export import csv_items, csv_text
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, one_line, preview, split_list, year_in
+from searchsvc.core.text import preview
+from searchsvc.ingest.fields import FieldProblem, distinct, one_line, year_in
 from searchsvc.ingest.lines import numbered_lines
 
 COLUMNS = ("title", "abstract", "year", "authors", "subjects", "id", "doi", "url", "arxiv")
-_SEMICOLONS = re.compile(r"\s*;\s*")
 
 
 def read_table(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
@@ -76,8 +76,8 @@ def _paper(cells: dict[str, str], where: SourceLocation, warn: Callable[[str], N
         title=title,
         abstract=cells.get("abstract", ""),
         year=year_in(cells.get("year")),
-        subjects=split_list(cells.get("subjects"), _SEMICOLONS),
-        authors=split_list(cells.get("authors"), _SEMICOLONS),
+        subjects=distinct(csv_items(cells.get("subjects", ""))),
+        authors=distinct(csv_items(cells.get("authors", ""))),
         sources=[where],
         identifiers=identifiers,
     )

@@ -3,7 +3,9 @@ update starts from, and how many of the journal's changes it includes.
 
 Every rebuild and update keeps its collection (`ingest.collection`) beside the index as
 `collections/<generation>.sqlite`, moved into place by the engine's hook just before it
-publishes that generation; the files of older generations are deleted once it is published.
+publishes that generation; the files of older generations are deleted once it is published. A
+change killed in between leaves a file no generation served needs: the next change removes it, or
+a server's start (`remove_orphaned_collections`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from searchsvc.backends import Backend, Journal
+from searchsvc.core.errors import RebuildInProgress
 from searchsvc.ingest.collection import Collection
 
 COLLECTIONS = "collections"
@@ -26,11 +29,33 @@ def keep_collection(backend: Backend, collection: Collection) -> Callable[[str],
     return lambda generation: collection.keep(collection_file(backend, generation))
 
 
-def prune_collections(backend: Backend, published: str) -> None:
-    """Delete the collection files of every generation but the published one (under the rebuild lock)."""
-    for path in (backend.settings.index_dir / COLLECTIONS).glob("*.sqlite"):
-        if path.stem != published:
-            path.unlink(missing_ok=True)
+def prune_collections(backend: Backend, published: str | None) -> list[str]:
+    """Delete the collection files of every generation but the published one (under the rebuild
+    lock, so none is a running change's); their names."""
+    removed = []
+    for path in _others(backend, published):
+        path.unlink(missing_ok=True)
+        removed.append(f"{COLLECTIONS}/{path.name}")
+    return removed
+
+
+def remove_orphaned_collections(backend: Backend) -> list[str]:
+    """At a server's start: delete the collection files of generations neither published nor being
+    built (a change killed after keeping its file and before publishing, or before pruning the one
+    it replaced), unless a change runs now, whose own file one may be; their names. The lock is
+    taken only when there is one to remove: a write meanwhile would be refused."""
+    if not any(_others(backend, backend.published())):
+        return []  # the usual start: take no lock
+    try:
+        with backend.exclusive_change("start"):
+            return prune_collections(backend, backend.published())
+    except RebuildInProgress:
+        return []  # the running change, or the next one, removes them
+
+
+def _others(backend: Backend, published: str | None) -> list[Path]:
+    folder = backend.settings.index_dir / COLLECTIONS
+    return [path for path in folder.glob("*.sqlite") if path.stem != published]
 
 
 def published_changes(backend: Backend, journal: Journal) -> int:

@@ -93,8 +93,9 @@ def remove_leftovers(app: Flask) -> None:
         return  # nothing built here yet, or an index this server may only read
     try:
         removed = remove_abandoned_bodies(served.settings) + leftovers.remove_leftovers(served.backend)
-    except OSError as exc:  # never a reason not to serve
-        app.logger.warning("could not remove what killed changes left beside the index: %s", exc)
+    except (OSError, SearchsvcError) as exc:  # never a reason not to serve (a cluster down, a full disk)
+        detail = exc.explained() if isinstance(exc, SearchsvcError) else exc
+        app.logger.warning("could not remove what killed changes left beside the index: %s", detail)
         return
     if removed:
         app.logger.info("removed what killed changes left beside the index: %s", ", ".join(removed))

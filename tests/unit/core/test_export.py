@@ -168,7 +168,11 @@ def test_csv_cells_cannot_start_a_formula(start: str) -> None:
 # Texts as readers store them (whitespace folded), starting with what a spreadsheet runs or the mark itself.
 _STARTS = st.sampled_from(["", "=", "+", "-", "@", "\t", "\r", "'", "''", "'=", "'-", "' ", "-'", " '@"])
 _TEXTS = st.builds(lambda start, rest: one_line(start + rest), _STARTS, st.text(max_size=30))
-_ITEMS = st.lists(_TEXTS.filter(lambda item: ";" not in item), max_size=3).map(distinct)  # ";" separates items
+# List items (authors, subjects) also hold what the list cell escapes: ";" (its separator) and "\\".
+_ESCAPED = st.sampled_from(["", ";", "\\", "\\;", ";;", "\\\\", '"', "; -x", "; =y", "a\\", ";'"])
+_ITEMS = st.lists(
+    st.builds(lambda text, middle, end: one_line(text + middle + end), _TEXTS, _ESCAPED, _ESCAPED), max_size=3
+).map(distinct)
 _IDS = st.sampled_from(["-x", "-", "--1", "-=", "p1", ":x", "_", "."]) | st.from_regex(
     r"-?[A-Za-z0-9._:/-]{1,20}", fullmatch=True
 )
@@ -192,8 +196,9 @@ def test_a_csv_export_re_imports_to_the_same_papers(
     subjects: list[str],
     authors: list[str],
 ) -> None:
-    """Issue #36: the cells marked against formulas (`'-x`) came back with their mark, and an id
-    starting with `-` stopped the import (`'` is not allowed in an id)."""
+    """Issue #36: the cells marked against formulas (`'-x`) came back with their mark, an id
+    starting with `-` stopped the import (`'` is not allowed in an id), and a name or subject
+    holding `;` came back as two."""
     exported = Paper(paper_id, title, abstract, year, subjects, authors)
     path = tmp_path_factory.mktemp("export") / "export.csv"
     path.write_text(export("csv", exported), encoding="utf-8")
@@ -206,6 +211,25 @@ def test_a_csv_export_re_imports_to_the_same_papers(
         subjects,
         authors,
     )
+
+
+def test_a_name_or_subject_holding_a_semicolon_or_a_backslash_is_escaped_in_its_cell(tmp_path: Path) -> None:
+    authors = ["-Smith; Jones", 'C:\\dir\\; "q"', "=A\\"]
+    text = export("csv", paper(subjects=["a;b", "c\\;d"], authors=authors))
+    row = list(csv.reader(io.StringIO(text, newline="")))[1]
+    assert row[3:5] == ["a\\;b; c\\\\\\;d", '\'-Smith\\; Jones; C:\\\\dir\\\\\\; "q"; =A\\\\']
+    path = tmp_path / "export.csv"
+    path.write_text(text, encoding="utf-8")
+    (read,) = read_records([path], lambda message: None)
+    assert (read.subjects, read.authors) == (["a;b", "c\\;d"], authors)
+
+
+def test_a_sheet_without_escapes_reads_as_before(tmp_path: Path) -> None:
+    """Only `\\;` and `\\\\` are escapes: a backslash before anything else is kept, `;` separates."""
+    path = tmp_path / "sheet.csv"
+    path.write_text('title,authors,subjects\nT,"M\\""uller;Doe ;; \\Eve\\",cs.CL;cs.LG\n', encoding="utf-8")
+    (read,) = read_records([path], lambda message: None)
+    assert (read.authors, read.subjects) == (['M\\"uller', "Doe", "\\Eve\\"], ["cs.CL", "cs.LG"])
 
 
 def test_csv_leaves_safe_cells_alone() -> None:

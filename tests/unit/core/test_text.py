@@ -1,12 +1,14 @@
-"""Folding and title normalisation: the ASCII shortcut gives what the Unicode rule gives."""
+"""Folding and title normalisation: the ASCII shortcut gives what the Unicode rule gives; values as
+messages quote them."""
 
 from __future__ import annotations
 
+import json
 import random
 import string
 import unicodedata
 
-from searchsvc.core.text import fold, normalise_title
+from searchsvc.core.text import fold, normalise_title, preview
 
 
 def _by_the_rule(text: str) -> str:
@@ -27,3 +29,12 @@ def test_accents_and_scripts_fold_and_normalise() -> None:
     assert fold("ﬁne") == "fine"  # a ligature decomposes
     assert normalise_title("Café:  Society!") == normalise_title("cafe society") == "cafe society"
     assert normalise_title("深度学习") == "深度学习"
+
+
+def test_a_quoted_value_is_json_with_every_unprintable_escaped_and_cut_short() -> None:
+    assert preview('Café "x" a\\b') == '"Café \\"x\\" a\\\\b"'
+    assert preview("bidi\u202eC1\x9bnl\nline\u2028") == '"bidi\\u202eC1\\u009bnl\\nline\\u2028"'
+    long = "y" * 100
+    assert preview(long) == '"' + "y" * 40 + '…"' and preview(long, 10) == '"yyyyyyyyyy…"'
+    for text in ("plain", "a\u202eb\x00", "𝔘\U000e0041", "é\\u0041"):
+        assert json.loads(preview(text)) == text, "a quoted value decodes to the value"

@@ -13,9 +13,11 @@ from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.paper import MAX_ID_CHARS, SUB_PAGES, id_problem, paper_id_for_title
 from searchsvc.ingest.jsonl import read_jsonl
+from searchsvc.ingest.profile import read_profile
+from searchsvc.ingest.table import read_table
 from searchsvc.operations.rebuild import rebuild
 from tests.helpers.apps import app_for, settings_for
-from tests.helpers.records import jsonl
+from tests.helpers.records import jsonl, profile_page
 
 GOOD_IDS = ["2016.amta-researchers.1", "P16-1001", "hep-th/9901001", "arXiv:2101.00001", "doi:10.1145_3292500", "7"]
 GOOD_IDS += ["related", "related/x", "x.related", "a.b/c.", "-x", ".x/y."]  # no part a link would change
@@ -63,6 +65,18 @@ def test_an_unsafe_id_is_refused_at_read_time_with_file_and_line(write, paper_id
     assert message.startswith(f"{path}:2: 'id' ") and BAD_IDS[paper_id] in message
     assert len(message) < len(str(path)) + 200, "a 10,000-character id is not repeated whole"
     assert "\x00" not in message and "\u202e" not in message and "\t" not in message
+
+
+def test_every_reader_quotes_a_value_it_refuses_alike(write) -> None:
+    value = "café\u202e<" + "x" * 60  # kept letters, an escaped control, cut short
+    quoted = '"café\\u202e<' + "x" * 34 + '…"'
+    by_jsonl = write("r.jsonl", jsonl([{"id": value, "title": "T"}]))
+    by_csv = write("r.csv", f"id,title\n{value},T\n")
+    by_profile = write("p.txt", profile_page("Ada", []).replace("arXiv subjects", value))
+    for path, read in ((by_jsonl, read_jsonl), (by_csv, read_table), (by_profile, read_profile)):
+        with pytest.raises(SourceFormatError) as refused:
+            list(read(path, lambda message: None))
+        assert f" {quoted}" in refused.value.problem, (path.name, refused.value.problem)
 
 
 def test_every_sub_page_of_a_paper_is_an_ending_ids_may_not_have(tmp_path: Path) -> None:

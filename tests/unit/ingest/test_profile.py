@@ -78,7 +78,7 @@ def test_missing_abstract_names_file_and_line(write) -> None:
     path = write("p.txt", profile_page("Ada", [GOOD, ("arXiv2020", "No Abstract Here", "cs.IR↗"), GOOD]))
     error = _error(path)
     title_line, subject_line = _line_of(path, "No Abstract Here"), _line_of(path, "cs.IR↗")
-    assert str(error) == f"{path}:{subject_line}: record 'No Abstract Here' (line {title_line}) has no abstract"
+    assert str(error) == f'{path}:{subject_line}: record "No Abstract Here" (line {title_line}) has no abstract'
     assert (error.path, error.line) == (str(path), _line_of(path, "cs.IR↗"))
 
 
@@ -86,7 +86,7 @@ def test_missing_subject_names_file_and_line(write) -> None:
     path = write("p.txt", profile_page("Ada", [("arXiv2020", "Subjectless", "Some abstract."), GOOD]))
     error = _error(path)
     assert error.line == _line_of(path, "arXiv2021")
-    assert "record 'Subjectless'" in error.problem and "has no subject line" in error.problem
+    assert 'record "Subjectless"' in error.problem and "has no subject line" in error.problem
 
 
 def test_missing_subject_at_end_of_file(write) -> None:

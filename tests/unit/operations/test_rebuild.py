@@ -48,7 +48,7 @@ def test_malformed_source_fails_and_previous_index_keeps_serving(make_index: Mak
     bad = write(
         "b.txt", profile_page("Ada", [("arXiv2020", "Fine", "A.", "cs.LG↗"), ("arXiv2021", "Broken", "cs.IR↗")])
     )
-    with pytest.raises(SourceFormatError, match=r"b\.txt:\d+: record 'Broken' \(line \d+\) has no abstract"):
+    with pytest.raises(SourceFormatError, match=r'b\.txt:\d+: record "Broken" \(line \d+\) has no abstract'):
         rebuild(backend, [good, bad])
     assert backend.status() == before
     assert titles(backend) == served

@@ -22,6 +22,8 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.core.errors import IndexUnavailable
+from searchsvc.operations.published import COLLECTIONS
 from searchsvc.settings.write_tokens import entry_for, new_token
 from searchsvc.web.write_body import MEDIA_TYPES
 from tests.helpers.apps import app_for
@@ -446,6 +448,44 @@ def test_a_start_leaves_the_partial_generation_of_a_change_that_runs(app: Flask,
         assert building.is_dir()
     hooks["post_worker_init"](SimpleNamespace(wsgi=app))
     assert not building.exists()
+
+
+def test_a_killed_changes_merge_state_is_removed_when_a_worker_starts(app: Flask, backend: WhooshBackend) -> None:
+    """Issue #36: `collections/<generation>.sqlite` of a change killed after keeping it and before
+    publishing (or before pruning the one it replaced) stayed until the next change; a worker's start
+    removes it, unless a change runs, whose own file it may be. The published one's is kept."""
+    collections = backend.settings.index_dir / COLLECTIONS
+    published = collections / f"{backend.published()}.sqlite"
+    assert published.is_file()
+    orphans = [collections / f"{backend.store.new_generation().name}.sqlite", collections / "20200101T000000Z-0.sqlite"]
+    for orphan in orphans:
+        orphan.write_bytes(b"a killed change's merge state")
+    kept = collections / "notes.txt"
+    kept.write_text("not ours", encoding="utf-8")
+    hooks = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
+    with process_holding_rebuild_lock(backend.settings.index_dir, "write"):
+        hooks["post_worker_init"](SimpleNamespace(wsgi=app))
+        assert all(orphan.is_file() for orphan in orphans), "a running change's file is not a leftover"
+    hooks["post_worker_init"](SimpleNamespace(wsgi=app))
+    assert not any(orphan.exists() for orphan in orphans)
+    assert published.is_file() and kept.is_file()
+    assert post(app.test_client(), jsonl(NEW_PAPERS)).status_code == 200, "the next write starts from the kept one"
+
+
+def test_a_start_serves_on_when_the_engine_cannot_say_what_is_published(
+    app: Flask, backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On OpenSearch, what is published is a request to the cluster, which may be down at a start."""
+    (backend.settings.index_dir / COLLECTIONS / "20200101T000000Z-0.sqlite").write_bytes(b"left")
+
+    def unavailable(self: WhooshBackend) -> str:
+        raise IndexUnavailable("the search cluster does not answer")
+
+    monkeypatch.setattr(WhooshBackend, "published", unavailable)
+    hooks = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
+    with caplog.at_level(logging.WARNING):
+        hooks["post_worker_init"](SimpleNamespace(wsgi=app))
+    assert "could not remove what killed changes left" in caplog.text and "cluster does not answer" in caplog.text
 
 
 def test_the_body_file_is_private(client: FlaskClient, backend: WhooshBackend, monkeypatch: pytest.MonkeyPatch) -> None:
