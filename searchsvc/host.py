@@ -128,7 +128,8 @@ def fsync_dir(directory: Path) -> None:
 
 # Work started in the background (embedding a write's papers, merging on OpenSearch) yields the cores to
 # searches: at 300,000 papers a write's embedding on both cores beside 4 clients took searches past their budget.
-BACKGROUND_NICENESS = 10
+# Not more: at 10 (a tenth of a core beside a busy process) 1,000 papers were not embedded in 2 minutes under load.
+BACKGROUND_NICENESS = 5
 
 
 def start_detached(module: str, data: bytes) -> subprocess.Popen[bytes]:

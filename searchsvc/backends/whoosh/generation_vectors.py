@@ -163,7 +163,7 @@ class GenerationVectors:
                 self._found[:] = False
                 self._base = base
             missing = np.flatnonzero(~self._found)
-            if len(missing) == len(self._keys) and now is not None:  # every row at once (a fresh open)
+            if len(missing) and len(missing) == len(self._keys) and now is not None:  # all at once: a fresh open
                 runs = find_runs(self._store, self._keys, [(start, count) for _, start, count in self._placement])
                 self._blocks = [vectors for vectors, _ in runs]
                 for (_, start, count), (_, found) in zip(self._placement, runs, strict=True):
