@@ -139,7 +139,11 @@ class GenerationVectors:
         self._refresh()
         if self._stamp is None or not self._found.all():
             return None
-        empty = np.zeros((0, DIMENSIONS), np.float16)  # a segment without documents
+        return self._segment_rows()
+
+    def _segment_rows(self) -> SegmentRows:
+        """The blocks as rows by document number (a block never filled: no rows)."""
+        empty = np.zeros((0, DIMENSIONS), np.float16)
         return SegmentRows(
             [start for _, start, _ in self._placement], [empty if b is None else b for b in self._blocks]
         )
@@ -205,13 +209,8 @@ class GenerationVectors:
         gone = gone[previous._found[gone]]
         if len(gone) and len(new):
             at, there = rows_of(previous._keys[gone], self._keys[new])
-            self._write(new[there], previous._rows_of(gone[at[there]]))
+            self._write(new[there], previous._segment_rows()[gone[at[there]]])  # each found
             self._found[new[there]] = True
-
-    def _rows_of(self, docs: np.ndarray) -> np.ndarray:
-        """The rows of `docs`, each found."""
-        blocks = [np.zeros((0, DIMENSIONS), np.float16) if b is None else b for b in self._blocks]
-        return SegmentRows([start for _, start, _ in self._placement], blocks)[docs]
 
 
 def _documents(ranges: list[tuple[int, int]]) -> np.ndarray:
