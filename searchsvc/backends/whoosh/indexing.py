@@ -26,9 +26,9 @@ from typing import Any
 
 from whoosh import index
 from whoosh.codec.base import Segment
-from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.schema import build_schema
+from searchsvc.backends.whoosh.segment_writing import PaperSegmentWriter
 from searchsvc.core.catalogue import Catalogue
 from searchsvc.core.paper import Paper
 
@@ -53,7 +53,7 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
     runs = _runs(len(collection), PROCESSES or os.cpu_count() or 1)
     ix = index.create_in(str(directory), build_schema())
     try:
-        writer = SegmentWriter(ix, limitmb=memory_mb)  # holds the index lock; children write without it
+        writer = PaperSegmentWriter(ix, memory_mb)  # holds the index lock; children write without it
         try:
             if len(runs) == 1:
                 _add(writer, collection.catalogue(), progress)
@@ -78,7 +78,7 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
     return list(zip(bounds, bounds[1:], strict=False))
 
 
-def _add(writer: SegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> None:
+def _add(writer: PaperSegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> None:
     for paper, _oldest in papers:
         writer.add_document(**document(paper))
         progress(1)
@@ -169,7 +169,7 @@ def _child(
     """Write one run as one finished segment and send it back (or the error)."""
     _die_with(parent)
     try:
-        writer = SegmentWriter(ix, _lk=False, limitmb=max(memory_mb, 32))
+        writer = PaperSegmentWriter(ix, max(memory_mb, 32), _lk=False)
         pending = 0
 
         def report(n: int) -> None:

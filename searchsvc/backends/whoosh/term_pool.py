@@ -1,0 +1,145 @@
+"""A segment's postings held by term while it is written, spilled to sorted runs past a memory limit.
+
+Whoosh's own pool keeps one tuple per posting (field, term, document, weight, value), sorts
+them all, and writes and reads its runs one marshalled tuple at a time: most of a rebuild's
+time went there (docs/performance.md, "Rebuilds"). Here a term's postings are grouped as
+they arrive (documents come in order, so each term's list is already sorted), only the terms
+are sorted, and a run is written and read in chunks of whole terms, so the memory limit holds
+as before but spilling costs a few C calls per thousand terms.
+"""
+
+from __future__ import annotations
+
+import heapq
+import marshal
+from array import array
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from whoosh.filedb.filestore import Storage
+from whoosh.util import random_name
+
+# What one term's postings are when written: (field, term, documents, weights, values), the
+# documents and weights an array, or a tuple of one for a term found once.
+Postings = tuple[str, bytes, Any, Any, list[bytes]]
+_CHUNK = 4096  # terms per marshalled chunk of a run
+# Bytes counted against the limit besides the term's and value's own (measured with tracemalloc on the
+# ACL records: within 2% of what the pool held): a new term (its dict slot, key object and first
+# posting as a tuple), its second posting (the tuple becomes two arrays and a list), any further one.
+_NEW_TERM = 200
+_SECOND = 300
+_MORE = 48
+
+
+class TermPool:
+    def __init__(self, storage: Storage, limitmb: int) -> None:
+        self._storage = storage
+        self._limit = limitmb * 1024 * 1024
+        self._size = 0
+        self._fields: dict[str, dict[bytes, Any]] = {}
+        self._runs: list[str] = []
+
+    def add(self, fieldname: str, items: Iterable[tuple[bytes, int, float, bytes]], docnum: int) -> int:
+        """One document's terms of one field; return the sum of their frequencies (the field's length)."""
+        terms = self._fields.get(fieldname)
+        if terms is None:
+            terms = self._fields[fieldname] = {}
+        size = 0
+        length = 0
+        for term, frequency, weight, value in items:
+            length += frequency
+            found = terms.get(term)
+            if found is None:  # most terms of a segment occur once: a tuple until a second posting
+                terms[term] = (docnum, weight, value)
+                size += _NEW_TERM + len(term) + len(value)
+            elif type(found) is tuple:
+                terms[term] = [array("I", (found[0], docnum)), array("f", (found[1], weight)), [found[2], value]]
+                size += _SECOND + len(value)
+            else:
+                found[0].append(docnum)
+                found[1].append(weight)
+                found[2].append(value)
+                size += _MORE + len(value)
+        self._size += size
+        if self._size > self._limit:
+            self.save()
+        return length
+
+    def save(self) -> None:
+        """Write the terms held as one run, sorted, and forget them."""
+        if not self._fields:
+            return
+        name = f"{random_name()}.terms"
+        with self._storage.create_file(name).raw_file() as run:
+            chunk: list[Any] = []
+            for record in self._sorted():
+                chunk.append(record)
+                if len(chunk) >= _CHUNK:
+                    marshal.dump(chunk, run)
+                    chunk = []
+            if chunk:
+                marshal.dump(chunk, run)
+        self._runs.append(name)
+        self._fields = {}
+        self._size = 0
+
+    def postings(self) -> Iterator[Postings]:
+        """Every term's postings, by field and term, documents in order (the runs' and then those held)."""
+        if not self._runs:
+            yield from map(_unpacked, self._sorted())
+            return
+        sources = [self._read(name) for name in self._runs] + [self._sorted()]
+        merged = heapq.merge(*sources, key=lambda record: (record[0], record[1]))  # ties: the earlier run first
+        current = None
+        for record in merged:
+            postings = _unpacked(record)
+            if current is not None and current[0] == postings[0] and current[1] == postings[1]:
+                if type(current[2]) is tuple:
+                    current = (current[0], current[1], array("I", current[2]), array("f", current[3]), current[4])
+                current[2].extend(postings[2])
+                current[3].extend(postings[3])
+                current[4].extend(postings[4])
+                continue
+            if current is not None:
+                yield current
+            current = postings
+        if current is not None:
+            yield current
+
+    def cleanup(self) -> None:
+        for name in self._runs:
+            if self._storage.file_exists(name):
+                self._storage.delete_file(name)
+        self._runs = []
+
+    def _sorted(self) -> Iterator[tuple[Any, ...]]:
+        """Records of the terms held, by field and term: (field, term, document, weight, value) for
+        a term with one posting, (field, term, documents' bytes, weights' bytes, values) for more."""
+        for fieldname in sorted(self._fields):
+            terms = self._fields[fieldname]
+            for term in sorted(terms):
+                found = terms[term]
+                if type(found) is tuple:
+                    yield (fieldname, term, *found)
+                else:
+                    yield (fieldname, term, found[0].tobytes(), found[1].tobytes(), found[2])
+
+    def _read(self, name: str) -> Iterator[tuple[Any, ...]]:
+        with self._storage.open_file(name).raw_file() as run:
+            while True:
+                try:
+                    chunk = marshal.load(run)
+                except EOFError:
+                    break
+                yield from chunk
+        self._storage.delete_file(name)
+
+
+def _unpacked(record: tuple[Any, ...]) -> Postings:
+    fieldname, term, docs, weights, values = record
+    if type(docs) is int:
+        return fieldname, term, (docs,), (weights,), [values]
+    documents, weighting = array("I"), array("f")
+    documents.frombytes(docs)
+    weighting.frombytes(weights)
+    return fieldname, term, documents, weighting, values
