@@ -1,29 +1,27 @@
 """Whoosh's SegmentWriter, made cheaper for a rebuild's papers: the same segment, written faster.
 
-Three costs of Whoosh's own writer, each replaced here (docs/performance.md, "Rebuilds"):
+Four costs of Whoosh's own writer, each replaced here (docs/performance.md, "Rebuilds"):
 each text analysed three times by chains of generators (now once: `analysed_text`); every
 posting a tuple in one big sort with runs written and read one tuple at a time (now grouped by
-term: `term_pool`); and while the postings are written, each one's field length read back
-from the segment's length column (now from a byte array kept while the papers are added).
-Postings go through Whoosh's own postings writer in the blocks it would make, so the files
-are those Whoosh writes: tests/unit/backends/whoosh/test_segment_writing.py compares every
-term's postings, blocks and statistics with a segment written by `SegmentWriter`.
+term: `term_pool`); while the postings are written, each one's field length read back from
+the segment's length column (now from a byte array kept while the papers are added); and
+a dozen calls per posting and per term to write them (now a term at a time: `term_writing`).
+The files are those Whoosh writes, byte for byte: tests/unit/backends/whoosh/
+test_segment_writing.py compares them with a segment written by `SegmentWriter`.
 """
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterator
 from typing import Any
 
-from whoosh.codec.whoosh3 import W3PostingsWriter
 from whoosh.index import Index
-from whoosh.util.numeric import byte_to_length, length_to_byte
+from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.analysed_text import AnalysedText
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS
-from searchsvc.backends.whoosh.term_pool import Postings, TermPool
+from searchsvc.backends.whoosh.term_pool import TermPool
+from searchsvc.backends.whoosh.term_writing import write_postings
 
 # Field → which of a text's analyses it indexes (the field's analyzer in schema.py, done in one pass).
 ANALYSED = {
@@ -32,7 +30,6 @@ ANALYSED = {
     **dict.fromkeys(PAIR_FIELDS.values(), "pairs"),
     "author": "exact",
 }
-_LENGTHS = [byte_to_length(n) if n else None for n in range(256)]  # a length byte → what Whoosh reads back
 
 
 class PaperSegmentWriter(SegmentWriter):
@@ -96,42 +93,5 @@ class PaperSegmentWriter(SegmentWriter):
 
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
-        _write_postings(self.fieldwriter, self.schema, self.pool.postings(), self._lengths)
+        write_postings(self.fieldwriter, self.schema, self.pool.postings(), self._lengths)
         self.fieldwriter.close()
-
-
-def _write_postings(fieldwriter: Any, schema: Any, postings: Iterator[Postings], lengths: dict[str, bytearray]) -> None:
-    """What Whoosh's FieldWriter.add_postings does with one posting at a time, a term at a time:
-    the same calls to the postings writer, its blocks filled as `add_posting` fills them."""
-    current = None
-    writer: W3PostingsWriter | None = None
-    limit = 0
-    of_field = bytearray()
-    for name, term, docs, weights, values in postings:
-        if name != current:
-            if current is not None:
-                fieldwriter.finish_field()
-            fieldwriter.start_field(name, schema[name])
-            current, writer = name, fieldwriter._postwriter
-            limit, of_field = writer._blocklimit, lengths.get(name, bytearray())
-        assert writer is not None
-        fieldwriter.start_term(term)
-        for start in range(0, len(docs), limit):
-            if start:
-                writer._write_block()
-            _fill_block(writer, docs[start : start + limit], weights[start : start + limit], values, start, of_field)
-        fieldwriter.finish_term()
-    if current is not None:
-        fieldwriter.finish_field()
-
-
-def _fill_block(writer: Any, docs: Any, weights: Any, values: list[bytes], start: int, lengths: bytearray) -> None:
-    """The block buffer as `add_posting` leaves it after these postings (`_new_block` emptied it)."""
-    writer._ids = array("I", docs)
-    writer._weights = array("f", weights)
-    writer._values = [value for value in values[start : start + len(docs)] if value]
-    writer._maxweight = max(0, *weights)
-    known = len(lengths)
-    found = [length for length in (_LENGTHS[lengths[doc]] if doc < known else None for doc in docs) if length]
-    writer._minlength = min(found) if found else None
-    writer._maxlength = max(found) if found else 0
