@@ -12,7 +12,9 @@ loses that order, and merging its sub-segments afterwards costs more than it sav
 
 from __future__ import annotations
 
+import bisect
 import ctypes
+import itertools
 import json
 import multiprocessing
 import os
@@ -50,7 +52,7 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
     ties by; the search itself orders by `doc_order.DocOrder`, which an update's new segment
     needs too.
     """
-    runs = _runs(len(collection), PROCESSES or os.cpu_count() or 1)
+    runs = _runs(collection, PROCESSES or os.cpu_count() or 1)
     ix = index.create_in(str(directory), build_schema())
     try:
         writer = PaperSegmentWriter(ix, memory_mb)  # holds the index lock; children write without it
@@ -71,10 +73,21 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
         ix.close()
 
 
-def _runs(count: int, processes: int) -> list[tuple[int, int]]:
-    """Contiguous [start, end) runs of about equal size, one per process."""
+def _runs(collection: Catalogue, processes: int) -> list[tuple[int, int]]:
+    """Contiguous [start, end) runs, one per process, of about equal text to index: newer papers
+    have longer abstracts, and runs of equal counts left one writer working alone for a fifth of
+    the time (docs/performance.md, "Rebuilds")."""
+    count = len(collection)
     parts = max(1, min(processes, count // MIN_PAPERS_PER_PROCESS))
-    bounds = [count * i // parts for i in range(parts + 1)]
+    if parts == 1:
+        return [(0, count)]
+    sizes = list(itertools.accumulate(collection.sizes()))
+    bounds = [0]
+    for part in range(1, parts):
+        cut = bisect.bisect_left(sizes, sizes[-1] * part / parts) + 1
+        least, most = bounds[-1] + MIN_PAPERS_PER_PROCESS, count - MIN_PAPERS_PER_PROCESS * (parts - part)
+        bounds.append(min(max(cut, least), most))  # no run below the minimum
+    bounds.append(count)
     return list(zip(bounds, bounds[1:], strict=False))
 
 

@@ -18,12 +18,14 @@ from pickle import dumps
 from typing import Any
 
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3TermInfo
+from whoosh.filedb.filetables import _lengths as _ENTRY
 from whoosh.system import pack_int, pack_long, pack_ushort
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
 from searchsvc.backends.whoosh.term_pool import Postings
 
 _BYTE_LENGTH = [byte_to_length(n) if n else None for n in range(256)]  # a length byte → what Whoosh reads back
+_BYTE_AGAIN = [length_to_byte(length) for length in _BYTE_LENGTH]  # … and that length as a byte again
 _COMPRESSED_KEPT = 4096  # compressed blocks remembered
 
 
@@ -35,7 +37,7 @@ def write_postings(fieldwriter: Any, schema: Any, postings: Iterator[Postings], 
     if codec._inlinelimit > 1:
         raise ValueError("postings inlined in the term table are not written here")
     blocks = _Blocks(fieldwriter._postfile, codec._blocklimit, codec._compression)
-    terms = fieldwriter._tindex
+    terms = _TermTable(fieldwriter._tindex)
     fieldmap: dict[str, int] = fieldwriter._fieldmap
     current = None
     prefix = b""
@@ -47,6 +49,36 @@ def write_postings(fieldwriter: Any, schema: Any, postings: Iterator[Postings], 
             blocks.field(fixed, lengths.get(name, bytearray()))
         info = blocks.term(docs, weights, values)
         terms.add(prefix + term, info)
+    terms.finish()
+
+
+class _TermTable:
+    """OrderedHashWriter.add without asking the file where it is twice a term (a system call each):
+    the same entries, index and hash buckets."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._write = table.dbfile.write
+        self._at = table.dbfile.tell()
+        self._index = table.index
+        self._buckets = table.buckets
+        self._hash = table.hashfn
+        self._last = table.lastkey
+
+    def add(self, key: bytes, value: bytes) -> None:
+        if key <= self._last:
+            raise ValueError(f"terms must increase: {self._last!r}..{key!r}")
+        entry = _ENTRY.pack(len(key), len(value)) + key + value
+        at = self._at
+        self._index.append(at)
+        self._write(entry)
+        self._at = at + len(entry)
+        hashed = self._hash(key)
+        self._buckets[hashed & 255].append((hashed, at))
+        self._last = key
+
+    def finish(self) -> None:
+        self._table.lastkey = self._last
 
 
 class _Blocks:
@@ -66,6 +98,8 @@ class _Blocks:
 
     def term(self, docs: Sequence[int], weights: Sequence[float], values: list[bytes]) -> bytes:
         """Write one term's blocks; return its W3TermInfo bytes."""
+        if len(docs) == 1:
+            return self._once(docs[0], weights[0], values[0])
         start = self._offset
         limit = self._limit
         count = len(docs)
@@ -95,6 +129,33 @@ class _Blocks:
             docs[-1],
         )
         return info + pack_long(start) + pack_int(len(data))
+
+    def _once(self, doc: int, weight: float, value: bytes) -> bytes:
+        """`term` for a term in one paper (most word pairs): the same bytes, the lists left out."""
+        known = self._lengths
+        byte = _BYTE_AGAIN[known[doc]] if doc < len(known) else 0
+        (stored,) = array("f", (weight,)).tolist()
+        fixed = self._fixed
+        if fixed is None or fixed < 0:
+            mini_values: Any = (value,) if value else ()
+        else:
+            mini_values = None if fixed == 0 else value
+        data = dumps(((doc,), None if stored == 1.0 else stored, mini_values), 2)
+        if self._compression:
+            compressed = self._compressed.get(data)
+            if compressed is None:
+                if len(self._compressed) >= _COMPRESSED_KEPT:
+                    self._compressed.clear()
+                compressed = self._compressed[data] = zlib.compress(data, self._compression)
+            data = compressed
+        most = max(0, weight)
+        info = dumps((1, doc, most, self._compression, byte, byte), 2)
+        block = WHOOSH3_HEADER_MAGIC + pack_int(-(len(info) + len(data))) + info + data
+        start = self._offset
+        self._write(block)
+        self._offset += len(block)
+        term = W3TermInfo._struct.pack(False, stored, 1, byte, byte, max(0.0, weight), doc, doc)
+        return term + pack_long(start) + pack_int(len(block))
 
     def _block(
         self, docs: Sequence[int], weights: Sequence[float], values: list[bytes], last: bool
