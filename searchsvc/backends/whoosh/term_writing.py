@@ -163,21 +163,28 @@ class _Blocks:
         """One block as W3PostingsWriter._write_block writes it: its weights' sum, its shortest and longest
         field length, and its bytes."""
         known = self._lengths
-        size = len(known)
-        found = [length for length in (_BYTE_LENGTH[known[doc]] if doc < size else None for doc in docs) if length]
-        low = min(found) if found else None
-        high = max(found) if found else 0
-        stored = array("f", weights).tolist()  # as W3PostingsWriter's array holds them
-        if all(weight == 1.0 for weight in stored):
-            mini_weights: Any = None
-        elif all(weight == stored[0] for weight in stored):
-            mini_weights = stored[0]
+        low: int | None
+        high: int
+        if not known:  # a field without lengths
+            low, high = None, 0
+        elif docs[-1] < len(known) and (found := [known[doc] for doc in docs]) and min(found):
+            low, high = _BYTE_LENGTH[min(found)], _BYTE_LENGTH[max(found)] or 0  # the lengths grow with their bytes
         else:
-            mini_weights = tuple(stored)
-        kept = [value for value in values if value]
+            lengths = [_BYTE_LENGTH[known[doc]] if doc < len(known) else None for doc in docs]
+            present = [length for length in lengths if length]
+            low, high = (min(present), max(present)) if present else (None, 0)
+        stored = array("f", weights).tolist()  # as W3PostingsWriter's array holds them
+        distinct = set(stored)
+        if distinct == {1.0}:
+            mini_weights: Any = None
+        else:
+            mini_weights = stored[0] if len(distinct) == 1 else tuple(stored)
         fixed = self._fixed
-        mini_values: Any = tuple(kept) if fixed is None or fixed < 0 else None if fixed == 0 else b"".join(kept)
-        deltas = tuple(b - a for a, b in zip((0, *docs), docs, strict=False))
+        if fixed is None or fixed < 0:
+            mini_values: Any = tuple(value for value in values if value)
+        else:
+            mini_values = None if fixed == 0 else b"".join(values)
+        deltas = tuple([docs[0], *map(int.__sub__, docs[1:], docs[:-1])])
         data = dumps((deltas, mini_weights, mini_values), 2)
         if self._compression:
             compressed = self._compressed.get(data)
