@@ -21,6 +21,7 @@ from whoosh.system import pack_uint
 
 from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS
 from searchsvc.backends.whoosh.schema import PAIR_SEPARATOR, stem
+from searchsvc.backends.whoosh.term_pool import FOUND_ONCE
 
 # whoosh-reloaded's word pattern (RegexTokenizer's default), its group made non-capturing so that
 # findall returns whole words: the same matches.
@@ -56,7 +57,10 @@ class AnalysedText:
         counts: dict[str, int] = {}
         for pair in map(PAIR_SEPARATOR.join, zip(words, words[1:], strict=False)):
             counts[pair] = counts.get(pair, 0) + 1
-        return [(pair.encode("utf-8"), count, float(count), pack_uint(count)) for pair, count in counts.items()]
+        return [
+            (pair.encode("utf-8"), count, float(count), FOUND_ONCE if count == 1 else pack_uint(count))
+            for pair, count in counts.items()
+        ]
 
 
 def _learn(word: str) -> tuple[str, str | None]:

@@ -12,21 +12,28 @@ from __future__ import annotations
 
 import heapq
 import marshal
+import struct
 from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from whoosh.filedb.filestore import Storage
+from whoosh.system import pack_uint
 from whoosh.util import random_name
 
 # What one term's postings are when written: (field, term, documents, weights, values), the
 # documents and weights an array, or a tuple of one for a term found once.
 Postings = tuple[str, bytes, Any, Any, list[bytes]]
 _CHUNK = 4096  # terms per marshalled chunk of a run
+_HEAD = struct.Struct("!I")  # a chunk's length in bytes
+# The value of a frequency posting found once (a word pair's, mostly): such a posting is held as its
+# document number alone.
+FOUND_ONCE = pack_uint(1)
 # Bytes counted against the limit besides the term's and value's own (measured with tracemalloc on the
 # ACL records: within 2% of what the pool held): a new term (its dict slot, key object and first
-# posting as a tuple), its second posting (the tuple becomes two arrays and a list), any further one.
+# posting as a tuple, or a number), its second posting (two arrays and a list), any further one.
 _NEW_TERM = 200
+_NEW_ONCE = 110
 _SECOND = 300
 _MORE = 48
 
@@ -50,10 +57,15 @@ class TermPool:
             length += frequency
             found = terms.get(term)
             if found is None:  # most terms of a segment occur once: a tuple until a second posting
-                terms[term] = (docnum, weight, value)
-                size += _NEW_TERM + len(term) + len(value)
-            elif type(found) is tuple:
-                terms[term] = [array("I", (found[0], docnum)), array("f", (found[1], weight)), [found[2], value]]
+                if value is FOUND_ONCE and weight == 1.0:
+                    terms[term] = docnum
+                    size += _NEW_ONCE + len(term)
+                else:
+                    terms[term] = (docnum, weight, value)
+                    size += _NEW_TERM + len(term) + len(value)
+            elif type(found) is not list:
+                first = (found, 1.0, FOUND_ONCE) if type(found) is int else found
+                terms[term] = [array("I", (first[0], docnum)), array("f", (first[1], weight)), [first[2], value]]
                 size += _SECOND + len(value)
             else:
                 found[0].append(docnum)
@@ -72,13 +84,13 @@ class TermPool:
         name = f"{random_name()}.terms"
         with self._storage.create_file(name).raw_file() as run:
             chunk: list[Any] = []
-            for record in self._sorted():
+            for record in self._sorted(len(self._runs)):
                 chunk.append(record)
                 if len(chunk) >= _CHUNK:
-                    marshal.dump(chunk, run)
+                    _write_chunk(run, chunk)
                     chunk = []
             if chunk:
-                marshal.dump(chunk, run)
+                _write_chunk(run, chunk)
         self._runs.append(name)
         self._fields = {}
         self._size = 0
@@ -86,10 +98,10 @@ class TermPool:
     def postings(self) -> Iterator[Postings]:
         """Every term's postings, by field and term, documents in order (the runs' and then those held)."""
         if not self._runs:
-            yield from map(_unpacked, self._sorted())
+            yield from map(_unpacked, self._sorted(0))
             return
-        sources = [self._read(name) for name in self._runs] + [self._sorted()]
-        merged = heapq.merge(*sources, key=lambda record: (record[0], record[1]))  # ties: the earlier run first
+        sources = [self._read(name) for name in self._runs] + [self._sorted(len(self._runs))]
+        merged = heapq.merge(*sources)  # by field, term and run: a term's postings in document order
         current = None
         for record in merged:
             postings = _unpacked(record)
@@ -112,31 +124,37 @@ class TermPool:
                 self._storage.delete_file(name)
         self._runs = []
 
-    def _sorted(self) -> Iterator[tuple[Any, ...]]:
-        """Records of the terms held, by field and term: (field, term, document, weight, value) for
-        a term with one posting, (field, term, documents' bytes, weights' bytes, values) for more."""
+    def _sorted(self, run: int) -> Iterator[tuple[Any, ...]]:
+        """Records of the terms held, by field and term, numbered `run`: (field, term, run, document,
+        weight, value) for a term with one posting, (field, term, run, documents' bytes, weights'
+        bytes, values) for more."""
         for fieldname in sorted(self._fields):
             terms = self._fields[fieldname]
             for term in sorted(terms):
                 found = terms[term]
-                if type(found) is tuple:
-                    yield (fieldname, term, *found)
+                if type(found) is int:
+                    yield (fieldname, term, run, found, 1.0, FOUND_ONCE)
+                elif type(found) is tuple:
+                    yield (fieldname, term, run, *found)
                 else:
-                    yield (fieldname, term, found[0].tobytes(), found[1].tobytes(), found[2])
+                    yield (fieldname, term, run, found[0].tobytes(), found[1].tobytes(), found[2])
 
     def _read(self, name: str) -> Iterator[tuple[Any, ...]]:
         with self._storage.open_file(name).raw_file() as run:
-            while True:
-                try:
-                    chunk = marshal.load(run)
-                except EOFError:
-                    break
-                yield from chunk
+            while head := run.read(_HEAD.size):
+                yield from marshal.loads(run.read(_HEAD.unpack(head)[0]))
         self._storage.delete_file(name)
 
 
+def _write_chunk(run: Any, chunk: list[Any]) -> None:
+    """One chunk of a run: its length, then the records marshalled in one call (marshal.load on a
+    file reads it a few bytes at a time)."""
+    data = marshal.dumps(chunk)
+    run.write(_HEAD.pack(len(data)) + data)
+
+
 def _unpacked(record: tuple[Any, ...]) -> Postings:
-    fieldname, term, docs, weights, values = record
+    fieldname, term, _run, docs, weights, values = record
     if type(docs) is int:
         return fieldname, term, (docs,), (weights,), [values]
     documents, weighting = array("I"), array("f")

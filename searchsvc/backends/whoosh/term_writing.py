@@ -19,6 +19,7 @@ from typing import Any
 
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3TermInfo
 from whoosh.filedb.filetables import _lengths as _ENTRY
+from whoosh.filedb.structfile import StructFile
 from whoosh.system import pack_int, pack_long, pack_ushort
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
@@ -58,7 +59,8 @@ class _TermTable:
 
     def __init__(self, table: Any) -> None:
         self._table = table
-        self._write = table.dbfile.write
+        file = table.dbfile
+        self._write = file.file.write if type(file) is StructFile else file.write
         self._at = table.dbfile.tell()
         self._index = table.index
         self._buckets = table.buckets
@@ -85,7 +87,8 @@ class _Blocks:
     """The postings file while terms are written, and what one term's blocks say of it."""
 
     def __init__(self, postfile: Any, limit: int, compression: int) -> None:
-        self._write = postfile.write
+        # StructFile.write only passes its bytes on: write to its file (a call fewer a term).
+        self._write = postfile.file.write if type(postfile) is StructFile else postfile.write
         self._offset = postfile.tell()
         self._limit = limit
         self._compression = compression
