@@ -27,10 +27,13 @@ from searchsvc.backends.whoosh.term_pool import FOUND_ONCE
 # findall returns whole words: the same matches.
 _WORD = re.compile(RegexTokenizer().expression.pattern.replace("(", "(?:"))
 # A word as read → (folded: the unstemmed fields' term, stemmed: the ranked fields' term or None
-# for a stop word). Cleared when full, so it cannot grow with the collection.
-_WORDS: dict[str, tuple[str, str | None]] = {}
+# for a stop word), as the UTF-8 bytes Whoosh indexes. Cleared when full, so it cannot grow with
+# the collection.
+_WORDS: dict[str, tuple[bytes, bytes | None]] = {}
 _WORDS_KEPT = 50_000  # about 16 MB
+_SEPARATOR = PAIR_SEPARATOR.encode("utf-8")  # UTF-8 of two words joined is the two words' UTF-8 joined
 Item = tuple[bytes, int, float, bytes]  # Whoosh's (term, frequency, weight, encoded value)
+_ONCE = pack_uint(1)
 
 
 class AnalysedText:
@@ -54,36 +57,43 @@ class AnalysedText:
 
     def pairs(self) -> list[Item]:
         words = self.words
-        counts: dict[str, int] = {}
-        for pair in map(PAIR_SEPARATOR.join, zip(words, words[1:], strict=False)):
+        counts: dict[bytes, int] = {}
+        for pair in map(_SEPARATOR.join, zip(words, words[1:], strict=False)):
             counts[pair] = counts.get(pair, 0) + 1
         return [
-            (pair.encode("utf-8"), count, float(count), FOUND_ONCE if count == 1 else pack_uint(count))
+            (pair, 1, 1.0, FOUND_ONCE) if count == 1 else (pair, count, float(count), pack_uint(count))
             for pair, count in counts.items()
         ]
 
 
-def _learn(word: str) -> tuple[str, str | None]:
+def _learn(word: str) -> tuple[bytes, bytes | None]:
     if len(_WORDS) >= _WORDS_KEPT:
         _WORDS.clear()
     folded = word.lower().translate(accent_map)
-    folded = word if folded == word else folded  # one string where they are equal
     stemmed = None if len(folded) < MIN_WORD_CHARS or folded in STOP_WORDS else stem(folded)
-    _WORDS[word] = known = (folded, folded if stemmed == folded else stemmed)
+    encoded = folded.encode("utf-8")
+    _WORDS[word] = known = (
+        encoded,
+        encoded if stemmed == folded else None if stemmed is None else stemmed.encode("utf-8"),
+    )
     return known
 
 
-def _with_positions(words: list[str], start: int) -> list[Item]:
+def _with_positions(words: list[bytes], start: int) -> list[Item]:
     """Whoosh's Positions format: each distinct word with its count and its positions as deltas."""
-    places: dict[str, list[int]] = {}
+    places: dict[bytes, list[int]] = {}
     for position, word in enumerate(words, start):
         found = places.get(word)
         if found is None:
             places[word] = [position]
         else:
             found.append(position)
+    # Each value a bytes object of its own, as Whoosh's are: a block pickles its values as a tuple, and
+    # pickle writes an object met twice as a reference to the first, which would change the bytes.
     return [
-        (word.encode("utf-8"), len(found), float(len(found)), pack_uint(len(found)) + dumps(_deltas(found), 2))
+        (word, 1, 1.0, _ONCE + dumps(found, 2))
+        if len(found) == 1
+        else (word, len(found), float(len(found)), pack_uint(len(found)) + dumps(_deltas(found), 2))
         for word, found in places.items()
     ]
 
