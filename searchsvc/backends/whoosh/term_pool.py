@@ -24,7 +24,10 @@ from whoosh.util import random_name
 # What one term's postings are when written: (field, term, documents, weights, values), the
 # documents and weights an array, or a tuple of one for a term found once.
 Postings = tuple[str, bytes, Any, Any, list[bytes]]
-_CHUNK = 4096  # terms per marshalled chunk of a run
+# A run's chunk ends at this many terms or bytes of postings, whichever comes first: merging holds
+# one chunk of every run at once, and the runs grow in number with the collection.
+_CHUNK = 4096
+_CHUNK_BYTES = 256 * 1024
 _HEAD = struct.Struct("!I")  # a chunk's length in bytes
 # The value of a frequency posting found once (a word pair's, mostly): such a posting is held as its
 # document number alone.
@@ -84,11 +87,13 @@ class TermPool:
         name = f"{random_name()}.terms"
         with self._storage.create_file(name).raw_file() as run:
             chunk: list[Any] = []
+            size = 0
             for record in self._sorted(len(self._runs)):
                 chunk.append(record)
-                if len(chunk) >= _CHUNK:
+                size += _record_bytes(record)
+                if len(chunk) >= _CHUNK or size >= _CHUNK_BYTES:
                     _write_chunk(run, chunk)
-                    chunk = []
+                    chunk, size = [], 0
             if chunk:
                 _write_chunk(run, chunk)
         self._runs.append(name)
@@ -144,6 +149,14 @@ class TermPool:
             while head := run.read(_HEAD.size):
                 yield from marshal.loads(run.read(_HEAD.unpack(head)[0]))
         self._storage.delete_file(name)
+
+
+def _record_bytes(record: tuple[Any, ...]) -> int:
+    """About what a record holds: its term and postings (a few bytes for a posting found once)."""
+    docs, values = record[3], record[5]
+    if type(docs) is int:
+        return len(record[1]) + len(values)
+    return len(record[1]) + 2 * len(docs) + sum(map(len, values))
 
 
 def _write_chunk(run: Any, chunk: list[Any]) -> None:
