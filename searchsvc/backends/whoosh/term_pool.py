@@ -106,7 +106,10 @@ class TermPool:
         if not self._runs:
             yield from map(_unpacked, self._sorted(0))
             return
-        sources = [self._read(name) for name in self._runs] + [self._sorted(len(self._runs))]
+        # The terms held go to a run of their own first, as Whoosh's pool does: the memory they hold
+        # is then free for the term table the postings are written with.
+        self.save()
+        sources = [self._read(name) for name in self._runs]
         merged = heapq.merge(*sources)  # by field, term and run: a term's postings in document order
         current = None
         for record in merged:
@@ -135,7 +138,7 @@ class TermPool:
         weight, value) for a term with one posting, (field, term, run, documents' bytes, weights'
         bytes, values) for more."""
         for fieldname in sorted(self._fields):
-            terms = self._fields[fieldname]
+            terms = self._fields.pop(fieldname)  # freed once its terms are written
             for term in sorted(terms):
                 found = terms[term]
                 if type(found) is int:
