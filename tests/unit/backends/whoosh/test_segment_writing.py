@@ -1,4 +1,4 @@
-"""The rebuild's segment writer writes what Whoosh's own SegmentWriter writes, term for term."""
+"""The rebuild's segment writer writes the files Whoosh's own SegmentWriter writes, byte for byte."""
 
 from __future__ import annotations
 
