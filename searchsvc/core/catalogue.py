@@ -35,6 +35,9 @@ class Catalogue(Protocol):
         """Papers `start` to `end` of the newest-first order, each with its rank oldest first;
         a forked index writer reads its share this way."""
 
+    def sizes(self) -> list[int]:
+        """Each paper's size as stored (its text, mostly), newest first: what indexing it costs, roughly."""
+
 
 @dataclass(frozen=True)
 class Change:

@@ -253,6 +253,13 @@ class Collection:
         finally:
             db.close()
 
+    def sizes(self) -> list[int]:
+        """Each paper's stored size in bytes, newest first (SQLite reads the lengths, not the papers)."""
+        rows = self._db.execute(
+            "SELECT length(CAST(p.doc AS BLOB)) FROM catalogue c JOIN paper p USING (grp) ORDER BY c.position"
+        )
+        return [size for (size,) in rows]
+
     def keep(self, path: Path) -> None:
         """Move the collection's file to `path` (durably), where the next update starts from it."""
         self._db.close()

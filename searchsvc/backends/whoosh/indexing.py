@@ -12,7 +12,9 @@ loses that order, and merging its sub-segments afterwards costs more than it sav
 
 from __future__ import annotations
 
+import bisect
 import ctypes
+import itertools
 import json
 import multiprocessing
 import os
@@ -26,9 +28,9 @@ from typing import Any
 
 from whoosh import index
 from whoosh.codec.base import Segment
-from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.schema import build_schema
+from searchsvc.backends.whoosh.segment_writing import PaperSegmentWriter
 from searchsvc.core.catalogue import Catalogue
 from searchsvc.core.paper import Paper
 
@@ -50,10 +52,10 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
     ties by; the search itself orders by `doc_order.DocOrder`, which an update's new segment
     needs too.
     """
-    runs = _runs(len(collection), PROCESSES or os.cpu_count() or 1)
+    runs = _runs(collection, PROCESSES or os.cpu_count() or 1)
     ix = index.create_in(str(directory), build_schema())
     try:
-        writer = SegmentWriter(ix, limitmb=memory_mb)  # holds the index lock; children write without it
+        writer = PaperSegmentWriter(ix, memory_mb)  # holds the index lock; children write without it
         try:
             if len(runs) == 1:
                 _add(writer, collection.catalogue(), progress)
@@ -71,14 +73,25 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
         ix.close()
 
 
-def _runs(count: int, processes: int) -> list[tuple[int, int]]:
-    """Contiguous [start, end) runs of about equal size, one per process."""
+def _runs(collection: Catalogue, processes: int) -> list[tuple[int, int]]:
+    """Contiguous [start, end) runs, one per process, of about equal text to index: newer papers
+    have longer abstracts, and runs of equal counts left one writer working alone for a fifth of
+    the time (docs/performance.md, "Rebuilds")."""
+    count = len(collection)
     parts = max(1, min(processes, count // MIN_PAPERS_PER_PROCESS))
-    bounds = [count * i // parts for i in range(parts + 1)]
+    if parts == 1:
+        return [(0, count)]
+    sizes = list(itertools.accumulate(collection.sizes()))
+    bounds = [0]
+    for part in range(1, parts):
+        cut = bisect.bisect_left(sizes, sizes[-1] * part / parts) + 1
+        least, most = bounds[-1] + MIN_PAPERS_PER_PROCESS, count - MIN_PAPERS_PER_PROCESS * (parts - part)
+        bounds.append(min(max(cut, least), most))  # no run below the minimum
+    bounds.append(count)
     return list(zip(bounds, bounds[1:], strict=False))
 
 
-def _add(writer: SegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> None:
+def _add(writer: PaperSegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> None:
     for paper, _oldest in papers:
         writer.add_document(**document(paper))
         progress(1)
@@ -169,7 +182,7 @@ def _child(
     """Write one run as one finished segment and send it back (or the error)."""
     _die_with(parent)
     try:
-        writer = SegmentWriter(ix, _lk=False, limitmb=max(memory_mb, 32))
+        writer = PaperSegmentWriter(ix, max(memory_mb, 32), _lk=False)
         pending = 0
 
         def report(n: int) -> None:

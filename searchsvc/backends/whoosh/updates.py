@@ -37,6 +37,7 @@ from searchsvc.backends.whoosh.live_statistics import (
     terms,
 )
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
+from searchsvc.backends.whoosh.segment_writing import PaperSegmentWriter
 from searchsvc.backends.whoosh.spelling import VOCABULARY_FILE
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.catalogue import Change
@@ -62,7 +63,7 @@ def write_update(previous: Path, generation: Path, change: Change, memory_mb: in
     """Make `change` in `generation`, which holds links to `previous`'s index files."""
     ix = open_index(generation)
     try:
-        writer = SegmentWriter(ix, limitmb=memory_mb)
+        writer = PaperSegmentWriter(ix, memory_mb)
         try:
             with writer.searcher() as searcher:
                 removed = [_stored_paper(searcher, paper_id) for paper_id in change.deleted]

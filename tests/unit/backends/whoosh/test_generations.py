@@ -41,6 +41,9 @@ class _Part:
     def catalogue(self, start: int = 0, end: int | None = None) -> Iterator[tuple[Paper, int]]:
         return self.collection.catalogue(self.start + start, self.start + (len(self) if end is None else end))
 
+    def sizes(self) -> list[int]:
+        return self.collection.sizes()[self.start : self.end]
+
 
 @pytest.fixture
 def backend(make_index: MakeIndex) -> WhooshBackend:

@@ -61,8 +61,24 @@ def test_segments_written_in_parallel_search_like_one_writer(tmp_path: Path, mon
     ]
 
 
-def test_runs_are_contiguous_and_cover_every_paper() -> None:
-    assert indexing._runs(10, 4) == [(0, 10)]  # too few papers to fork for
-    assert indexing._runs(12_001, 2) == [(0, 6000), (6000, 12_001)]
-    assert indexing._runs(12_000, 8) == [(0, 6000), (6000, 12_000)]
-    assert indexing._runs(11_999, 8) == [(0, 11_999)]
+class _Sized:
+    """A collection as `_runs` sees it: its papers' sizes, newest first."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        self._sizes = sizes
+
+    def __len__(self) -> int:
+        return len(self._sizes)
+
+    def sizes(self) -> list[int]:
+        return self._sizes
+
+
+def test_runs_are_contiguous_cover_every_paper_and_hold_as_much_text() -> None:
+    assert indexing._runs(_Sized([1] * 10), 4) == [(0, 10)]  # too few papers to fork for
+    assert indexing._runs(_Sized([1] * 12_001), 2) == [(0, 6001), (6001, 12_001)]
+    assert indexing._runs(_Sized([1] * 12_000), 8) == [(0, 6000), (6000, 12_000)]
+    assert indexing._runs(_Sized([1] * 11_999), 8) == [(0, 11_999)]
+    # Newer papers with abstracts, older ones titles only: the first run holds fewer papers.
+    assert indexing._runs(_Sized([3] * 9000 + [1] * 12_000), 2) == [(0, 6500), (6500, 21_000)]
+    assert indexing._runs(_Sized([10**6] + [1] * 12_000), 2) == [(0, 6000), (6000, 12_001)]  # never below the minimum

@@ -1,0 +1,97 @@
+"""Whoosh's SegmentWriter, made cheaper for a rebuild's papers: the same segment, written faster.
+
+Four costs of Whoosh's own writer, each replaced here (docs/performance.md, "Rebuilds"):
+each text analysed three times by chains of generators (now once: `analysed_text`); every
+posting a tuple in one big sort with runs written and read one tuple at a time (now grouped by
+term: `term_pool`); while the postings are written, each one's field length read back from
+the segment's length column (now from a byte array kept while the papers are added); and
+a dozen calls per posting and per term to write them (now a term at a time: `term_writing`).
+The files are those Whoosh writes, byte for byte: tests/unit/backends/whoosh/
+test_segment_writing.py compares them with a segment written by `SegmentWriter`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whoosh.index import Index
+from whoosh.util.numeric import length_to_byte
+from whoosh.writing import SegmentWriter
+
+from searchsvc.backends.whoosh.analysed_text import AnalysedText
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS
+from searchsvc.backends.whoosh.term_pool import TermPool
+from searchsvc.backends.whoosh.term_writing import write_postings
+
+# Field → which of a text's analyses it indexes (the field's analyzer in schema.py, done in one pass).
+ANALYSED = {
+    **dict.fromkeys(EXACT_FIELDS, "stemmed"),
+    **dict.fromkeys(EXACT_FIELDS.values(), "exact"),
+    **dict.fromkeys(PAIR_FIELDS.values(), "pairs"),
+    "author": "exact",
+}
+
+
+class PaperSegmentWriter(SegmentWriter):
+    """A SegmentWriter whose `add_document` analyses each distinct text of a paper once for
+    every field that indexes it, and whose postings are pooled by term. No boosts, spelling
+    fields or term vectors: the schema uses none (checked)."""
+
+    def __init__(self, ix: Index, limitmb: int, _lk: bool = True) -> None:
+        super().__init__(ix, _lk=_lk, limitmb=limitmb)
+        for name, field in self.schema.items():
+            if field.separate_spelling() or field.vector or (field.format and field.format.field_boost != 1.0):
+                raise ValueError(f"field {name!r} needs Whoosh's own writer")
+        self.pool: Any = TermPool(self._tempstorage, limitmb)  # Whoosh's PostingPool, replaced
+        self._lengths: dict[str, bytearray] = {}  # field → each document's length byte
+
+    def add_document(self, **fields: Any) -> None:
+        self._check_state()
+        schema, docnum, perdocwriter = self.schema, self.docnum, self.perdocwriter
+        names = sorted(name for name in fields if not name.startswith("_"))
+        self._check_fields(schema, names)
+        analysed: dict[str, AnalysedText] = {}
+        perdocwriter.start_doc(docnum)
+        try:
+            for name in names:
+                value = fields[name]
+                if value is None:
+                    continue
+                field = schema[name]
+                length = 0
+                if field.indexed:
+                    kind = ANALYSED.get(name)
+                    if kind is None:
+                        items = field.index(value)
+                    else:
+                        text = analysed.get(value)
+                        if text is None:
+                            text = analysed[value] = AnalysedText(value)
+                        items = getattr(text, kind)()
+                    length = self.pool.add(name, items, docnum)
+                    if not field.scorable:
+                        length = 0
+                    elif length:
+                        self._note_length(name, docnum, length)
+                perdocwriter.add_field(name, field, value if field.stored else None, length)
+                if field.column_type:
+                    perdocwriter.add_column_value(name, field.column_type, field.to_column_value(value))
+        except Exception:
+            perdocwriter.cancel_doc()
+            raise
+        perdocwriter.finish_doc()
+        self._added = True
+        self.docnum += 1
+
+    def _note_length(self, name: str, docnum: int, length: int) -> None:
+        lengths = self._lengths.get(name)
+        if lengths is None:
+            lengths = self._lengths[name] = bytearray()
+        if len(lengths) < docnum:
+            lengths.extend(bytes(docnum - len(lengths)))
+        lengths.append(length_to_byte(length))
+
+    def _flush_segment(self) -> None:
+        self.perdocwriter.close()
+        write_postings(self.fieldwriter, self.schema, self.pool.postings(), self._lengths)
+        self.fieldwriter.close()
