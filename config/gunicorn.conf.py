@@ -122,22 +122,22 @@ def on_exit(server):  # noqa: ANN001, ANN201
 
 
 def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
-    """Let searches pause for the worker's other connections, and writes and the opening of a newly
-    published generation run beside them; remove what killed changes left (a worker killed by its
-    timeout is followed by this one), and open the published index before the first request, so
-    no user waits for it."""
+    """Let searches pause for the worker's other connections, writes run in processes of their own and
+    the opening of a newly published generation beside them; remove what killed changes left (a worker
+    killed by its timeout is followed by this one), and open the published index before the first
+    request, so no user waits for it."""
     from gunicorn.workers.ggevent import GeventWorker
 
     from searchsvc.web.app import open_index, remove_leftovers
     from searchsvc.web.cooperative import (
         open_generations_in_native_threads,
         pause_searches_for_other_connections,
-        run_writes_in_native_threads,
+        run_writes_in_own_processes,
     )
 
     if isinstance(worker, GeventWorker):  # GUNICORN_CMD_ARGS may choose another class
         pause_searches_for_other_connections()
-        run_writes_in_native_threads()
+        run_writes_in_own_processes()
         open_generations_in_native_threads()
     remove_leftovers(worker.wsgi)
     open_index(worker.wsgi)

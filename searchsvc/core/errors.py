@@ -25,6 +25,18 @@ class SearchsvcError(Exception):
         """The message with its private detail, for the log and the command line."""
         return f"{self.message} ({self.private})" if self.private else self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as it is, whatever its class's constructor takes (a write answered by a process of
+        its own sends its error back: host.call_in_process)."""
+        return _restored, (type(self), self.args, self.__dict__)
+
+
+def _restored(kind: type[SearchsvcError], args: tuple[Any, ...], state: dict[str, Any]) -> SearchsvcError:
+    error = kind.__new__(kind, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class ConfigurationError(SearchsvcError):
     """A setting that cannot be used (unknown name, wrong type, missing config file)."""

@@ -1,13 +1,15 @@
 """A gevent worker's other connections keep moving while one request works (gunicorn's post_worker_init):
-searches pause at their deadline checks, and writes run in a native thread."""
+searches pause at their deadline checks, and writes run in a process of their own."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from searchsvc.backends import Backend, open_backend
 from searchsvc.core.deadline import pause_searches_with
-from searchsvc.host import work_beside_in
+from searchsvc.host import call_in_process, work_beside_in
+from searchsvc.settings import Settings
 
 _T = TypeVar("_T")
 
@@ -24,30 +26,42 @@ def pause_searches_for_other_connections() -> None:
     pause_searches_with(gevent.idle)
 
 
-def _in_this_thread(work: Callable[[], _T]) -> _T:
-    return work()
+Change = Callable[..., _T]  # a change made on a backend: `change(backend, **arguments)`
 
 
-_write_runner: Callable[[Callable[[], object]], object] = _in_this_thread
+def _in_this_thread(change: Change[_T], backend: Backend, arguments: dict[str, Any]) -> _T:
+    return change(backend, **arguments)
 
 
-def run_write(work: Callable[[], _T]) -> _T:
-    """Run a write's change (reading, merging, indexing, publishing) as this process runs writes."""
-    return _write_runner(work)  # type: ignore[return-value]  # the runner gives back what `work` does
+def _in_own_process(change: Change[_T], backend: Backend, arguments: dict[str, Any]) -> _T:
+    return call_in_process(_made_on_backend_of, change, backend.settings, arguments)
 
 
-def run_writes_in_native_threads() -> None:
-    """From now on a write runs in a native thread of the gevent hub's pool while its greenlet
-    waits: a change at 300,000 papers indexes for seconds in pure Python, which held the event
-    loop, so every search that reached the writing worker waited for it (issue #30: 503s during
-    writes at the ACL records' size). The searches share the interpreter with it, in turns,
-    instead of waiting. gevent's locks work across native threads (the backend's turn, the
-    generation cache); the change itself takes the index's file locks, as a CLI `add` does."""
-    import gevent  # only a gevent worker calls this
+def _made_on_backend_of(change: Change[_T], settings: Settings, arguments: dict[str, Any]) -> _T:
+    """In the write's own process: the change, on the engine the settings name."""
+    return change(open_backend(settings), **arguments)
 
+
+_write_runner: Callable[[Change[Any], Backend, dict[str, Any]], Any] = _in_this_thread
+
+
+def run_write(change: Change[_T], backend: Backend, **arguments: Any) -> _T:
+    """`change(backend, **arguments)` (reading, merging, indexing, publishing) as this process runs
+    writes: here, or in a process of its own on an engine opened from `backend`'s settings, so the
+    arguments are data (pickled), never the request or the app."""
+    return _write_runner(change, backend, arguments)
+
+
+def run_writes_in_own_processes() -> None:
+    """From now on a write runs in a process of its own (`host.call_in_process`) while its greenlet
+    waits: a change at 300,000 papers indexes for seconds in pure Python. In the event loop it held
+    every search of the worker (503s during writes at the ACL records' size); in a native thread it
+    shared the interpreter with them in turns, which took searches past their budget at 300,000
+    papers (issue #30). In its own process it shares only the cores, at a lower priority, and the
+    change takes the index's file locks as a CLI `add` does. It dies with the worker, as a thread
+    would: a change is published whole or not at all, and a retry under its key learns which."""
     global _write_runner
-    pool = gevent.get_hub().threadpool
-    _write_runner = pool.apply
+    _write_runner = _in_own_process
 
 
 def open_generations_in_native_threads() -> None:

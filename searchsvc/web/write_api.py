@@ -5,14 +5,18 @@ Off unless writers are configured (web/write_auth.py). Each change takes the ind
 while another holds the lock is a 409 with Retry-After, not a wait that would hold the worker.
 Every change is logged with its writer's name, never the token. A change's new papers are
 embedded in a process of its own after the answer (operations/background_embedding.py), never
-inside a request: the answer says `semantic_ranking: pending` until then. A change sent with an
-`Idempotency-Key` is made at most once, whatever happened to its answer (web/idempotency.py).
+inside a request: the answer says `semantic_ranking: pending` until then. In a gevent worker the
+change itself runs in a process of its own, so the worker's searches go on beside it
+(cooperative.py). A change sent with an `Idempotency-Key` is made at most once, whatever happened
+to its answer (web/idempotency.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
@@ -44,24 +48,18 @@ blueprint = Blueprint("write_api", __name__, url_prefix="/api")
 def add_papers() -> Response:
     name = writer()
     key = idempotency.sent_key()
-    backend = service().backend
     with saved_body(service().settings) as body:
-        keyed = idempotency.keyed(name, key, body)
-        origin = f"POST /api/papers by {name}"  # the manifest's provenance, not the temporary file's path
-        limit = service().settings.max_write_records
-
-        def add() -> ChangeReport:
-            return update.add(
-                backend,
-                [body],
-                origin=origin,
-                embed=False,
-                max_records=limit,
-                idempotency=keyed,
-                reported=lambda warning: for_the_client(warning, body),
-            )
-
-        report = _change(name, add, body)
+        report = _change(
+            name,
+            body,
+            update.add,
+            sources=[body],
+            origin=f"POST /api/papers by {name}",  # the manifest's provenance, not the temporary file's path
+            embed=False,
+            max_records=service().settings.max_write_records,
+            idempotency=idempotency.keyed(name, key, body),
+            reported=partial(for_the_client, path=body),
+        )
     return _report_response(report)
 
 
@@ -79,9 +77,8 @@ def add_papers() -> Response:
 def remove_paper(paper_id: str) -> Response:
     name = writer()
     keyed = idempotency.keyed(name, idempotency.sent_key())
-    backend = service().backend
     origin = f"DELETE /api/papers by {name}"
-    report = _change(name, lambda: update.remove(backend, [paper_id], embed=False, origin=origin, idempotency=keyed))
+    report = _change(name, None, update.remove, ids=[paper_id], embed=False, origin=origin, idempotency=keyed)
     if paper_id in report.missing:
         raise PaperNotFound(f"no paper has the id {paper_id!r}; nothing was removed", {"report": report.as_dict()})
     return _report_response(report)
@@ -110,12 +107,12 @@ def change_made_under(key: str) -> Response:
     return _report_response(report)
 
 
-def _change(name: str, make: Callable[[], ChangeReport], body: Path | None = None) -> ChangeReport:
-    """Run one change as writer `name`: its report, with the body named `body`; logged either way.
-    `make` runs as the process runs writes (web/cooperative.py: beside the searches in a gevent
-    worker), so it reads nothing of the request or the app itself."""
+def _change(name: str, body: Path | None, change: Callable[..., ChangeReport], **arguments: Any) -> ChangeReport:
+    """Make `change` as writer `name`: its report, with the body named `body`; logged either way.
+    It runs as the process runs writes (web/cooperative.py: in a process of its own in a gevent
+    worker), so its arguments are data, never the request or the app."""
     try:
-        report = run_write(make)
+        report = run_write(change, service().backend, **arguments)
     except RebuildInProgress as busy:
         current_app.logger.warning("change by %s refused: %s", name, busy.explained())
         raise RebuildInProgress(

@@ -1,6 +1,7 @@
 """Scratch folders told apart by their locks, not by the pid in their names: two servers sharing an
 index folder from different PID namespaces (containers on one volume) see each other's pids as
-dead, or as some other live process."""
+dead, or as some other live process. Work in processes of their own: at a lower priority, and a
+call waited for answers what it returned or raised, and dies with its caller."""
 
 from __future__ import annotations
 
@@ -8,11 +9,26 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from searchsvc.host import BACKGROUND_NICENESS, SCRATCH_LOCK, ScratchFolder, remove_abandoned, start_detached
+import psutil
+import pytest
+
+from searchsvc.core.errors import SourceFormatError
+from searchsvc.host import (
+    BACKGROUND_NICENESS,
+    SCRATCH_LOCK,
+    ProcessLost,
+    RemoteTraceback,
+    ScratchFolder,
+    call_in_process,
+    remove_abandoned,
+    start_detached,
+)
+from tests.helpers import calls_in_process
 
 PREFIX = ".write-"
 _MAKE_AND_WAIT = """
@@ -89,3 +105,53 @@ def test_work_started_in_the_background_yields_the_cores_to_searches(tmp_path: P
     process = start_detached("tests.helpers.niceness_probe", str(told).encode())
     assert process.wait(timeout=60) == 0
     assert int(told.read_text(encoding="utf-8")) == min(19, os.nice(0) + BACKGROUND_NICENESS)
+
+
+def test_a_call_in_a_process_of_its_own_answers_at_a_lower_priority() -> None:
+    turns, niceness = call_in_process(calls_in_process.busy, 0.05)
+    assert turns > 0
+    assert niceness == os.nice(0) + BACKGROUND_NICENESS
+
+
+def test_what_a_call_raises_is_raised_to_its_caller_with_its_fields_and_where() -> None:
+    """A SourceFormatError's constructor takes (path, line, problem), not its message: it still travels."""
+    with pytest.raises(SourceFormatError) as raised:
+        call_in_process(calls_in_process.unreadable_source, 7)
+    assert (raised.value.message, raised.value.line, raised.value.details) == (
+        "body:7: not JSON",
+        7,
+        {"path": "body", "line": 7},
+    )
+    assert isinstance(raised.value.__cause__, RemoteTraceback)
+    assert "unreadable_source" in str(raised.value.__cause__)
+    with pytest.raises(KeyError, match="a bug"):
+        call_in_process(calls_in_process.unexpected)
+
+
+def test_a_process_that_ends_without_an_answer_is_process_lost() -> None:
+    with pytest.raises(ProcessLost, match="ends_without_answer ended with status 3"):
+        call_in_process(calls_in_process.ends_without_answer)
+
+
+_KILLED_PARENT = """
+import sys
+from searchsvc.host import call_in_process
+from tests.helpers.calls_in_process import write_later
+call_in_process(write_later, sys.argv[1])
+"""
+
+
+def test_a_call_dies_with_the_process_that_waits_for_it(tmp_path: Path) -> None:
+    """As a thread would: a write whose worker was killed must not go on holding the index's lock."""
+    parent = subprocess.Popen([sys.executable, "-c", _KILLED_PARENT, str(tmp_path)])
+    started = tmp_path / "started"
+    waited = time.monotonic() + 60
+    while not (started.exists() and started.read_text(encoding="utf-8")) and parent.poll() is None:
+        assert time.monotonic() < waited, "the call never started"
+        time.sleep(0.01)
+    parent.kill()
+    parent.wait()
+    call = psutil.Process(int(started.read_text(encoding="utf-8")))
+    with suppress(psutil.NoSuchProcess):
+        call.wait(timeout=10)  # SIGKILLed by the kernel as its parent died, long before it writes
+    assert not (tmp_path / "written").exists()

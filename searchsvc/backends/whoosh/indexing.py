@@ -13,14 +13,11 @@ loses that order, and merging its sub-segments afterwards costs more than it sav
 from __future__ import annotations
 
 import bisect
-import ctypes
 import itertools
 import json
 import multiprocessing
 import os
 import queue
-import signal
-import sys
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -33,6 +30,7 @@ from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.segment_writing import PaperSegmentWriter
 from searchsvc.core.catalogue import Catalogue
 from searchsvc.core.paper import Paper
+from searchsvc.host import die_with, exit_if_orphaned
 
 Progress = Callable[[int], None]
 # Each process writes at least this many papers. Forking and one more segment per search
@@ -41,7 +39,6 @@ Progress = Callable[[int], None]
 MIN_PAPERS_PER_PROCESS = 6000
 _PROGRESS_EVERY = 500  # papers between two progress reports of a child
 PROCESSES: int | None = None  # writer processes at most; None: one per CPU core
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress: Progress) -> None:
@@ -180,7 +177,7 @@ def _child(
     parent: int,
 ) -> None:
     """Write one run as one finished segment and send it back (or the error)."""
-    _die_with(parent)
+    die_with(parent)
     try:
         writer = PaperSegmentWriter(ix, max(memory_mb, 32), _lk=False)
         pending = 0
@@ -189,7 +186,7 @@ def _child(
             nonlocal pending
             pending += n
             if pending >= _PROGRESS_EVERY:
-                _exit_if_orphaned(parent)
+                exit_if_orphaned(parent)
                 messages.put(("progress", number, pending))
                 pending = 0
 
@@ -199,26 +196,6 @@ def _child(
         messages.put(("done", number, segment))
     except BaseException as exc:
         messages.put(("error", number, (exc, traceback.format_exc())))
-
-
-def _die_with(parent: int) -> None:
-    """Have the kernel SIGKILL this child the moment its parent dies (Linux), so a rebuild
-    killed from outside takes its writers with it instead of leaving them at full CPU.
-
-    The parent may have died between fork and this call, before the request took effect:
-    then this process is already someone else's child, and it leaves at once.
-    """
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    _exit_if_orphaned(parent)
-
-
-def _exit_if_orphaned(parent: int) -> None:
-    """Leave at once if the parent has gone (where no death signal exists, the progress reports check)."""
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 def _column_list(values: list[str] | list[int]) -> bytes:

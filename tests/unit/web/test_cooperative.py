@@ -1,19 +1,26 @@
-"""A gevent worker's search pauses so the worker's other connections are served meanwhile."""
+"""A gevent worker's search pauses so the worker's other connections are served meanwhile, and its writes
+run in processes of their own."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from searchsvc import host
 from searchsvc.core.deadline import Deadline, pause_searches_with
+from searchsvc.core.errors import SourceFormatError
+from searchsvc.settings import load_settings
 from searchsvc.web import cooperative
 from searchsvc.web.cooperative import pause_searches_for_other_connections, run_write
+from tests.helpers import calls_in_process
 
 gevent = pytest.importorskip("gevent")
 gevent_socket = pytest.importorskip("gevent.socket")
 gevent_thread = pytest.importorskip("gevent.thread")
+gevent_subprocess = pytest.importorskip("gevent.subprocess")
 
 pytestmark = pytest.mark.reliability
 
@@ -77,24 +84,39 @@ def test_a_cheap_search_runs_in_the_pauses_of_a_costly_one_it_shares_a_turn_with
     assert finished == ["cheap", "costly"]
 
 
-def test_a_connection_is_served_while_a_write_computes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A write indexes for seconds in pure Python without a deadline to pause at: in a gevent
-    worker it runs in a native thread, and the waiting connection is served meanwhile (issue #30:
-    searches reaching a writing worker answered 503)."""
+class _Backend:
+    """What a write runner takes from a backend when it runs the write elsewhere: its settings."""
+
+    settings = load_settings(environ={"SEARCHSVC_INDEX_DIR": "unused"})
+
+
+def _busy_on(backend: object, seconds: float) -> tuple[int, int]:
+    return calls_in_process.busy(seconds)
+
+
+def _unreadable_on(backend: object, line: int) -> None:
+    calls_in_process.unreadable_source(line)
+
+
+@pytest.fixture
+def in_own_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cooperative, "_write_runner", cooperative._write_runner)  # restored afterwards
-    cooperative.run_writes_in_native_threads()
+    monkeypatch.setattr(cooperative, "open_backend", lambda settings: settings)  # the child's engine: not needed here
+    monkeypatch.setattr(host, "subprocess", gevent_subprocess)  # what gunicorn's gevent worker patches in
+    cooperative.run_writes_in_own_processes()
+
+
+def test_a_connection_is_served_while_a_write_computes(in_own_processes: None) -> None:
+    """A write indexes for seconds in pure Python without a deadline to pause at: in a gevent
+    worker it runs in a process of its own, and the waiting connection is served meanwhile (issue
+    #30: searches reaching a writing worker answered 503, and in a native thread they shared the
+    interpreter with the write)."""
     finished: dict[str, float] = {}
     client, server = gevent_socket.socketpair()
 
-    def write() -> int:
-        ends = time.monotonic() + 0.5
-        count = 0
-        while time.monotonic() < ends:  # half a second of work in Python, no wait, no pause
-            count += 1
-        return count
-
     def writing() -> None:
-        assert run_write(write) > 0  # its result comes back to the greenlet
+        turns, niceness = run_write(_busy_on, _Backend(), seconds=1.0)  # its result comes back to the greenlet
+        assert turns > 0 and niceness > os.nice(0)  # and it gave the cores up to the searches
         finished["write"] = time.monotonic()
 
     def other_connection() -> None:
@@ -104,20 +126,14 @@ def test_a_connection_is_served_while_a_write_computes(monkeypatch: pytest.Monke
     listening = gevent.spawn(other_connection)
     gevent.sleep(0.01)
     writer = gevent.spawn(writing)
-    gevent.sleep(0.01)  # the write is running in its thread
+    gevent.sleep(0.3)  # the write's process is running
     client.send(b"GET /healthz")
-    gevent.joinall([writer, listening], timeout=10)
+    gevent.joinall([writer, listening], timeout=30)
     client.close()
     server.close()
     assert finished["other"] < finished["write"]
 
 
-def test_a_writes_error_reaches_its_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cooperative, "_write_runner", cooperative._write_runner)
-    cooperative.run_writes_in_native_threads()
-
-    def failing() -> None:
-        raise ValueError("a malformed body")
-
-    with pytest.raises(ValueError, match="a malformed body"):
-        gevent.spawn(run_write, failing).get(timeout=10)
+def test_a_writes_error_reaches_its_request(in_own_processes: None) -> None:
+    with pytest.raises(SourceFormatError, match="body:3: not JSON"):
+        gevent.spawn(run_write, _unreadable_on, _Backend(), line=3).get(timeout=30)
