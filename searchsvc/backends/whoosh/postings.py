@@ -16,7 +16,7 @@ from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
 from searchsvc.backends import bm25f
-from searchsvc.backends.whoosh.posting_blocks import headers
+from searchsvc.backends.whoosh.posting_blocks import blocks, postings
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
@@ -138,17 +138,16 @@ class Postings:
         if (field, text) not in reader:
             return
         m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
+        if isinstance(m, W3LeafMatcher):  # whoosh3 posting blocks: a block at a time
+            for block in blocks(m):
+                found = postings(m, block)
+                ids.append(found.ids + offset)
+                weights.append(found.weights)
+            return
         while m.is_active():
-            if isinstance(m, W3LeafMatcher):  # whoosh3 posting blocks: a block at a time
-                m._read_ids()
-                m._read_weights()
-                ids.append(np.asarray(m._ids, dtype=np.int64)[m._i :] + offset)
-                weights.append(np.asarray(m._weights, dtype=np.float64)[m._i :])
-                m._next_block()
-            else:
-                ids.append(np.array([m.id() + offset], dtype=np.int64))
-                weights.append(np.array([m.weight()], dtype=np.float64))
-                m.next()
+            ids.append(np.array([m.id() + offset], dtype=np.int64))
+            weights.append(np.array([m.weight()], dtype=np.float64))
+            m.next()
 
     def weights_at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> npt.NDArray[np.floating]:
         """`text`'s weights (its frequency) in `docs` (papers holding it, ascending), for a phrase's
@@ -181,17 +180,13 @@ class Postings:
                     yield m.weight(), m.value()
                 continue
             done = 0
-            for position, largest in headers(m):
+            for block in blocks(m):
                 check()
-                last = int(np.searchsorted(local, largest, side="right"))
+                last = int(np.searchsorted(local, block.largest, side="right"))
                 if last > done:
-                    m._goto(position)
-                    m._read_ids()
-                    m._read_weights()
-                    m._read_values()
-                    block = np.asarray(m._ids, dtype=np.int64)
-                    for at in np.searchsorted(block, local[done:last]).tolist():
-                        yield float(m._weights[at]), m._values[at]
+                    found = postings(m, block)
+                    for at in np.searchsorted(found.ids, local[done:last]).tolist():
+                        yield float(found.weights[at]), found.values[at]
                     done = last
                 if done == len(local):
                     break

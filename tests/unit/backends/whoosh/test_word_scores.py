@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, phrases, word_scores
+from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, word_scores
 from searchsvc.backends.whoosh.compiling import QueryCompiler
 from searchsvc.backends.whoosh.postings import Postings
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import parse
@@ -257,3 +259,30 @@ def test_a_reopen_moves_the_cached_lists_and_reads_only_the_new_segment(
     again = WhooshBackend(backend.settings)  # a fresh process's view of the same generation
     for request in requests:
         assert _view(backend, request) == _view(again, request), request.q
+
+
+def test_posting_blocks_decode_as_whooshs_matcher_reads_them(acl_backend) -> None:
+    """Every posting of the commonest and some rare terms of each indexed text field (positions,
+    frequencies, word pairs), block by block, as Whoosh's matcher gives them."""
+    backend, _ = acl_backend
+    reader = backend._generations.get().searcher.reader()
+    fields = [*EXACT_FIELDS, *EXACT_FIELDS.values(), *PAIR_FIELDS.values(), "author"]
+    checked = Counter[str]()
+    for leaf, _offset in reader.leaf_readers():
+        for field in fields:
+            terms = sorted(leaf.lexicon(field), key=lambda text: -leaf.doc_frequency(field, text))
+            for text in terms[:5] + terms[5::997]:
+                expected = []
+                m = leaf.postings(field, text)
+                while m.is_active():
+                    expected.append((m.id(), m.weight(), m.value()))
+                    m.next()
+                m = leaf.postings(field, text)
+                found = [
+                    (doc, weight, value)
+                    for block in posting_blocks.blocks(m)
+                    for doc, weight, value in zip(*posting_blocks.postings(m, block), strict=True)
+                ]
+                assert found == expected, (field, text)
+                checked[field] += len(found)
+    assert len(checked) == len(fields) and min(checked.values()) > 300, checked  # lists of many blocks, every field
