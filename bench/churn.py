@@ -60,6 +60,7 @@ from searchsvc.settings.write_tokens import entry_for, new_token
 
 WRITER = "churn"  # the write token's name, which the server logs with each change
 WARMUP_S = 5.0  # searches sent this soon after the clients start are apart: first connections, caches
+SLOWEST = 12  # the slowest searches listed, each with what it asked and what it met
 WAIT_LIMIT_S = 120.0  # the most a pause waits for its searches: past it the run goes on, and says so
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, whatever proxy is set
 
@@ -108,6 +109,7 @@ class Search:
     sent: float  # time.perf_counter() when sent
     ms: float  # as the client saw it
     status: int  # 0: the connection failed
+    path: str  # what was asked
 
 
 class Searchers:
@@ -137,7 +139,7 @@ class Searchers:
             path = self._paths[next(self._turns) % len(self._paths)]
             sent = time.perf_counter()
             status, ms, _ = timed_get(self._port, path)
-            self.done.append(Search(sent, ms, status))
+            self.done.append(Search(sent, ms, status, path))
 
     def answered_since(self, moment: float) -> int:
         """Searches sent at `moment` or later that have their answer."""
@@ -434,7 +436,26 @@ def _searches(
         phases.setdefault(_phase(search, searches.started, writes, probed, window), []).append(search)
     order = ("steady", "after a change", "during a write", "during a timed open", "warm-up")
     found = {name: _summary(phases.get(name, []), budget_ms) for name in order}
-    return {**found, "all": _summary(searches.done, budget_ms), "load_1min_at_end": round(os.getloadavg()[0], 2)}
+    slowest = sorted(searches.done, key=lambda s: -s.ms)[:SLOWEST]
+    return {
+        **found,
+        "all": _summary(searches.done, budget_ms),
+        "load_1min_at_end": round(os.getloadavg()[0], 2),
+        "slowest": [_slow(s, searches.started, writes, probed, window) for s in slowest],
+    }
+
+
+def _slow(search: Search, started: float, writes: Sequence[Write], probed: Probed, window: float) -> dict[str, Any]:
+    """One of the slowest searches: what it asked, when, what it met (a write in flight, and which)."""
+    during = [w.change.kind for w in writes if w.sent <= search.sent + search.ms / 1000 and search.sent < w.answered]
+    return {
+        "ms": round(search.ms, 1),
+        "status": search.status,
+        "sent_at_s": round(search.sent - started, 2),
+        "phase": _phase(search, started, writes, probed, window),
+        "writes_in_flight": during,
+        "path": search.path,
+    }
 
 
 def _write(searches: Searchers, write: Write, window: float, budget_ms: int) -> dict[str, Any]:
@@ -503,7 +524,7 @@ def markdown(result: dict[str, Any]) -> str:
     rows = [
         [name, *_row(summary), searches["load_1min_at_end"]]
         for name, summary in searches.items()
-        if name != "load_1min_at_end"
+        if name not in ("load_1min_at_end", "slowest")
     ]
     header = [
         "searches sent",
@@ -578,6 +599,16 @@ def markdown(result: dict[str, Any]) -> str:
             + "; re-opens after each change's window, while the clients search):\n\n"
             + table(["open", "seconds", "load (1 min)"], open_rows)
             + wrong,
+            "The slowest searches (sent at: seconds after the clients started; writes in flight: the changes "
+            "being made while it ran):\n\n"
+            + table(
+                ["ms", "status", "sent at s", "filed as", "writes in flight", "asked"],
+                [
+                    [s["ms"], s["status"], s["sent_at_s"], s["phase"], ", ".join(s["writes_in_flight"]) or "—"]
+                    + [s["path"]]
+                    for s in searches.get("slowest", [])
+                ],
+            ),
         ]
     )
 
