@@ -467,6 +467,7 @@ def _write(searches: Searchers, write: Write, window: float, budget_ms: int) -> 
         "sent_at_s": round(write.sent - searches.started, 2),
         "answer_s": round(write.answered - write.sent, 2),
         "server_s": round(write.report.get("seconds") or 0.0, 2),
+        "embedding_s": round(write.report.get("embedding_seconds") or 0.0, 2),  # of server_s (a command's)
         "ok": write.ok,
         "statuses": {str(status): write.statuses.count(status) for status in sorted(set(write.statuses))},
         "problems": write.problems(),
