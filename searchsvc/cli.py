@@ -18,6 +18,7 @@ from tqdm import tqdm
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
 from searchsvc.core.model import SORTS, SearchResult
+from searchsvc.host import at_lower_priority
 from searchsvc.ingest.sources import formats_described
 from searchsvc.operations import background_embedding, changes, update
 from searchsvc.operations.rebuild import RebuildReport, rebuild
@@ -126,9 +127,11 @@ def add_command(sources: tuple[Path, ...], as_json: bool, index_dir: Path | None
     """Merge the records of SOURCES into the published index and publish the papers that changed.
 
     A record with the id, DOI or arXiv id of a paper already indexed merges with it, as in a
-    rebuild. On any error nothing is published. `rebuild` starts from the sources again.
+    rebuild. On any error nothing is published. `rebuild` starts from the sources again. The
+    change runs at a lower priority than a server's searches on the same machine.
     """
-    report = update.add(open_backend(_settings(index_dir)), list(sources), _progress_bar, _warn)
+    backend = open_backend(_settings(index_dir))
+    report = at_lower_priority(lambda: update.add(backend, list(sources), _progress_bar, _warn))
     _print_change(report, as_json)
 
 
@@ -137,8 +140,12 @@ def add_command(sources: tuple[Path, ...], as_json: bool, index_dir: Path | None
 @click.option("--json", "as_json", is_flag=True, help="Print the change as JSON.")
 @index_dir_option
 def remove_command(ids: tuple[str, ...], as_json: bool, index_dir: Path | None) -> None:
-    """Remove the papers with these IDS from the published index (exit status 1 if one is missing)."""
-    report = update.remove(open_backend(_settings(index_dir)), list(ids), _progress_bar, _warn)
+    """Remove the papers with these IDS from the published index (exit status 1 if one is missing).
+
+    The change runs at a lower priority than a server's searches on the same machine.
+    """
+    backend = open_backend(_settings(index_dir))
+    report = at_lower_priority(lambda: update.remove(backend, list(ids), _progress_bar, _warn))
     _print_change(report, as_json)
     if report.missing:
         say("error: no paper with id ", Quoted(", ".join(map(repr, report.missing))), err=True)

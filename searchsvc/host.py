@@ -154,6 +154,33 @@ def start_detached(module: str, data: bytes) -> subprocess.Popen[bytes]:
     return process
 
 
+def at_lower_priority(work: Callable[[], _T]) -> _T:
+    """`work()` in a thread of this process at `BACKGROUND_NICENESS` (Linux keeps a niceness per
+    thread, and the processes the thread starts inherit it), waited for; this thread's own
+    priority is untouched, as no unprivileged process could raise it back. For a command's change
+    (`searchsvc add`, `remove`): a server on the same machine answers its searches first. A
+    daemon thread, so an interrupted command ends at once, as a killed change does (nothing half-made)."""
+    done: list[_T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        with suppress(OSError):  # not allowed: it runs at the usual priority
+            os.setpriority(
+                os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICENESS
+            )
+        try:
+            done.append(work())
+        except BaseException as exc:  # raised again in the waiting thread, where it is expected
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="searchsvc-change", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
 class ProcessLost(Exception):
     """A process `call_in_process` started ended without an answer (killed, or out of memory)."""
 

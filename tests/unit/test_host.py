@@ -9,6 +9,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -24,6 +25,7 @@ from searchsvc.host import (
     ProcessLost,
     RemoteTraceback,
     ScratchFolder,
+    at_lower_priority,
     call_in_process,
     remove_abandoned,
     start_detached,
@@ -155,3 +157,14 @@ def test_a_call_dies_with_the_process_that_waits_for_it(tmp_path: Path) -> None:
     with suppress(psutil.NoSuchProcess):
         call.wait(timeout=10)  # SIGKILLed by the kernel as its parent died, long before it writes
     assert not (tmp_path / "written").exists()
+
+
+def test_a_change_at_lower_priority_leaves_the_callers_own() -> None:
+    """Linux keeps a niceness per thread: the command's change yields, its caller's thread does not."""
+    here = threading.get_native_id()
+    before = os.getpriority(os.PRIO_PROCESS, here)
+    seen = at_lower_priority(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+    assert seen == min(19, before + BACKGROUND_NICENESS)
+    assert os.getpriority(os.PRIO_PROCESS, here) == before
+    with pytest.raises(KeyError, match="a bug"):
+        at_lower_priority(calls_in_process.unexpected)
