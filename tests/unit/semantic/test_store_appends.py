@@ -15,7 +15,7 @@ from searchsvc.semantic import embedding, store
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import EncodeChunks
-from searchsvc.semantic.store import KEY_BYTES, content_key, find, load, part_files
+from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, find, load, part_files
 
 TEXTS = [f"paper number {n}" for n in range(40)]
 
@@ -98,3 +98,41 @@ def test_runs_of_the_bases_keys_are_views_of_it_and_the_rest_is_found_as_find_fi
         assert found.tolist() == expected_found.tolist()
         assert np.array_equal(vectors, expected)
     assert runs[2][0][:, 0].tolist() == [21.0, 3.0, 0.0, 22.0] and runs[2][1].tolist() == [True, True, False, True]
+
+
+def _base(path: Path, count: int) -> StoredVectors:
+    """A base of `count` rows, each row's first value its number, saved as `save` saves one."""
+    keys = np.array([content_key(f"base {n}") for n in range(count)], dtype=f"S{KEY_BYTES}")
+    vectors = np.zeros((count, DIMENSIONS), dtype=np.float16)
+    vectors[:, 0] = np.arange(count) % 2048
+    vectors[:, 1] = np.arange(count) // 2048
+    stored = StoredVectors(keys, vectors)
+    store.save(path, stored)
+    return stored
+
+
+def test_a_few_of_the_bases_rows_are_read_alone_and_as_the_whole_file_gives_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generation's first look after an add read all of a 300,000-paper base (1.5 s) for the one
+    new paper whose text an earlier one had: the rows of a few keys are read by themselves."""
+    path = tmp_path / "vectors.npz"
+    base = _base(path, 1000)
+    new = np.array([content_key(f"new {n}") for n in range(5)], dtype=f"S{KEY_BYTES}")
+    keys = np.concatenate([new[:2], base.keys[[7, 993, 500]], new[2:]])
+    expected = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
+    expected[2:5] = base.vectors[[7, 993, 500]]
+    whole = store.load_file
+    monkeypatch.setattr(store, "load_file", lambda file: pytest.fail(f"{file} read whole"))
+    vectors, found = find(path, keys)
+    assert found.tolist() == [False, False, True, True, True, False, False, False]
+    assert np.array_equal(vectors, expected)
+    # Many keys, a file cut short, a compressed member: the whole file, with the same rows.
+    monkeypatch.setattr(store, "load_file", whole)
+    assert np.array_equal(find(path, base.keys[::-1])[0], base.vectors[::-1])
+    with path.open("r+b") as stream:
+        stream.truncate(path.stat().st_size - 500)
+    assert not find(path, keys)[1].any()  # unreadable as a whole (load_file says so): found nowhere
+    np.savez_compressed(path, keys=base.keys, vectors=base.vectors)
+    vectors, found = find(path, keys)
+    assert np.array_equal(vectors, expected) and found.sum() == 3
