@@ -7,6 +7,7 @@ A title or abstract too long is cut at a word and ends in "…": the paper stays
 first words, and its page shows it was cut. A name or subject too long is left out rather than
 cut, as a name cut short would be another person with a page of their own. Lists keep their
 first items (the first authors). Each cut is a warning at its record (`file:line: what was cut`).
+Merging applies them again (ingest/merging.py): the union of two records' authors can pass them.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ class FieldLimits:
 DEFAULT_LIMITS = FieldLimits.of(Settings())
 
 
-def limited(paper: Paper, limits: FieldLimits, warn: Callable[[str], None]) -> Paper:
-    """`paper` with every field within `limits` (changed in place), each cut warned about."""
+def limited(paper: Paper, limits: FieldLimits, warn: Callable[[str], None], where: str | None = None) -> Paper:
+    """`paper` with every field within `limits` (changed in place), each cut warned about at `where`
+    (default: the paper's first record)."""
     if (
         len(paper.title) <= limits.title_chars
         and len(paper.abstract) <= limits.abstract_chars
@@ -59,7 +61,7 @@ def limited(paper: Paper, limits: FieldLimits, warn: Callable[[str], None]) -> P
         and _within(paper.subjects, limits.subjects, limits.subject_chars)
     ):
         return paper  # (nearly every record: a few comparisons)
-    where = paper.sources[0]
+    where = str(paper.sources[0]) if where is None else where
     if len(paper.title) > limits.title_chars:
         derived = paper.id == paper_id_for_title(paper.title)
         warn(f"{where}: title of {len(paper.title):,} characters cut to {limits.title_chars:,} (max_title_chars)")
@@ -72,8 +74,8 @@ def limited(paper: Paper, limits: FieldLimits, warn: Callable[[str], None]) -> P
             "(max_abstract_chars)"
         )
         paper.abstract = _cut(paper.abstract, limits.abstract_chars)
-    paper.authors = _list(paper.authors, "authors", limits.authors, limits.author_name_chars, str(where), warn)
-    paper.subjects = _list(paper.subjects, "subjects", limits.subjects, limits.subject_chars, str(where), warn)
+    paper.authors = _list(paper.authors, "authors", limits.authors, limits.author_name_chars, where, warn)
+    paper.subjects = _list(paper.subjects, "subjects", limits.subjects, limits.subject_chars, where, warn)
     return paper
 
 

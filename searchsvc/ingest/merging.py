@@ -17,6 +17,7 @@ from searchsvc.core.catalogue import JournalEntry
 from searchsvc.core.paper import Paper, paper_id_for_title
 from searchsvc.core.text import normalise_title
 from searchsvc.ingest.collection import Collection, Group, MergeStore
+from searchsvc.ingest.field_limits import DEFAULT_LIMITS, FieldLimits, limited
 
 
 @dataclass
@@ -34,34 +35,47 @@ def merge_records(
     scratch: Path | None = None,
     changes: Iterable[JournalEntry] = (),
     replayed: Replayed | None = None,
+    limits: FieldLimits = DEFAULT_LIMITS,
 ) -> Collection:
     """Merge records that share an identifier, on disk in a folder made in `scratch` (None: the
     system's temporary directory; `ingest.collection`): memory stays flat whatever the input size.
     Then replay `changes` (the journal's, in order) by the same rules: their records merge with
-    the sources' papers, their removed ids go, counted in `replayed`. Close the collection when done."""
+    the sources' papers, their removed ids go, counted in `replayed`. Every paper keeps within
+    `limits`, merged ones and those of changes journaled before limits existed too. Close the
+    collection when done."""
     store = MergeStore(scratch)
     tally = Replayed() if replayed is None else replayed
     try:
         with store.failures_explained():
-            merged = merge_into(store, itertools.chain(records, _replay(store, changes, tally)), warn)
+            replayed_records = _replay(store, changes, tally, limits, warn)
+            merged = merge_into(store, itertools.chain(records, replayed_records), warn, limits)
             return store.finish(merged, tally.changes)
     except BaseException:
         store.discard()
         raise
 
 
-def _replay(store: MergeStore, changes: Iterable[JournalEntry], tally: Replayed) -> Iterator[Paper]:
+def _replay(
+    store: MergeStore,
+    changes: Iterable[JournalEntry],
+    tally: Replayed,
+    limits: FieldLimits,
+    warn: Callable[[str], None],
+) -> Iterator[Paper]:
     """Each change's records, then its removals, made as `merge_into` asks for the next record."""
     for change in changes:
         tally.changes += 1
         tally.added += len(change.added)
-        yield from change.added
+        yield from (limited(paper, limits, warn) for paper in change.added)
         tally.removed += sum(store.remove(paper_id) for paper_id in change.removed)
 
 
-def merge_into(store: MergeStore, records: Iterable[Paper], warn: Callable[[str], None]) -> int:
+def merge_into(
+    store: MergeStore, records: Iterable[Paper], warn: Callable[[str], None], limits: FieldLimits = DEFAULT_LIMITS
+) -> int:
     """Merge `records` into the papers `store` holds (read before them); return how many
-    records the store has merged in all, these included."""
+    records the store has merged in all, these included. A merged paper's lists are kept within
+    `limits` as each record's are, warned about at the record that passed them."""
     count = store.records_before
     for record in records:
         count += 1
@@ -77,6 +91,7 @@ def merge_into(store: MergeStore, records: Iterable[Paper], warn: Callable[[str]
                 _merge_into(paper, store.paper(other.number), warn)
                 store.absorb(number, other.number)
             _merge_into(paper, record, warn)
+            limited(paper, limits, warn, where=f"{record.sources[0]}, merged with {paper.sources[0]}")
             # The smallest id of all the paper's records: the same whatever order they were read in.
             min_id = min(record.id, *(g.min_id for g in matches))
             own_ids = _own_id(record) and all(g.own_ids for g in matches)

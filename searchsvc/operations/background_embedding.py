@@ -30,8 +30,17 @@ log = logging.getLogger(__name__)
 
 
 def start(settings: Settings) -> None:
-    """Start embedding the published index's new papers in a process of its own; return at once."""
-    start_detached(__name__, pickle.dumps(settings))
+    """Start embedding the published index's new papers in a process of its own; return at once.
+    A process that cannot be started (no memory, no process slots) is logged, never raised: the
+    change it follows is published, and its answer must say so (issue #36)."""
+    try:
+        start_detached(__name__, pickle.dumps(settings))
+    except OSError as failed:
+        log.error(
+            "the change stands, its new papers ranked by their words: they could not be embedded now (%s); "
+            "the next write embeds them, or `searchsvc embed`",
+            failed.strerror or type(failed).__name__,
+        )
 
 
 def embed_pending(backend: Backend, progress: ProgressFactory = no_progress) -> int | None:

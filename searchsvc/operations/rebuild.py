@@ -118,11 +118,12 @@ def rebuild(
         if reason is None:
             return _up_to_date(backend, names, changes, published, progress, started)
         by_format: Counter[str] = Counter()
+        limits = FieldLimits.of(backend.settings)
         with progress("reading", None) as advance:
             # Beside the index, not in /tmp: that is often a RAM disk, whose files would count as memory.
-            records = counted(read_records(files, note, by_format, FieldLimits.of(backend.settings)), advance)
+            records = counted(read_records(files, note, by_format, limits), advance)
             replay = () if discard_changes else changes.changes(published)
-            collection = merge_records(records, note, backend.settings.index_dir, replay, replayed)
+            collection = merge_records(records, note, backend.settings.index_dir, replay, replayed, limits)
         provenance = {"sources": names, FINGERPRINT: made_from}
         with collection, progress("indexing", len(collection)) as advance:
             generation = backend.build(collection, advance, provenance, keep_collection(backend, collection))

@@ -115,8 +115,9 @@ def add(
     def merge(store: MergeStore) -> int:
         files = discover(sources)
         with progress("reading", None) as advance:
-            records = _bounded(read_records(files, note, Counter(), FieldLimits.of(backend.settings)), max_records)
-            merged = merge_into(store, counted(_kept(records, read, origin), advance), note)
+            limits = FieldLimits.of(backend.settings)
+            records = _bounded(read_records(files, note, Counter(), limits), max_records)
+            merged = merge_into(store, counted(_kept(records, read, origin), advance), note, limits)
         report.records = merged - store.records_before
         return merged
 

@@ -1,7 +1,8 @@
 """The client for the configured cluster, and its failures as the service's own errors.
 
 Every call to the cluster goes through `cluster_errors`, so an unreachable cluster is a 503
-(IndexUnavailable) and a query the cluster refuses is a 400, never a 500 with a traceback.
+(IndexUnavailable), a query the cluster refuses is a 400 and a write it refuses for want of disk
+a 507 (StorageFull), never a 500 with a traceback.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
+from opensearchpy.helpers import BulkIndexError
 
-from searchsvc.core.errors import IndexUnavailable, QuerySyntaxError, QueryTooBroad, SearchTimedOut
+from searchsvc.core.errors import IndexUnavailable, QuerySyntaxError, QueryTooBroad, SearchTimedOut, StorageFull
 from searchsvc.settings import Settings
 
 
@@ -79,8 +81,15 @@ def cluster_errors(where: str) -> Iterator[None]:
         raise
     except os_errors.RequestError as exc:
         raise rejected(reason(exc)) from None
+    except BulkIndexError as exc:  # `helpers.bulk`: the items the cluster refused
+        why = "; ".join(_item_reason(item) for item in exc.errors[:3])
+        if disk_full(why):
+            raise StorageFull(f"{where}: {why}") from None
+        raise IndexUnavailable("the OpenSearch cluster refused a write; try again", private=f"{where}: {why}") from None
     except os_errors.TransportError as exc:  # 429 too busy, 5xx
         why = reason(exc)
+        if disk_full(why):
+            raise StorageFull(f"{where}: {why}") from None
         if _too_many_clauses(why):  # the cluster answers 500 for a query it will not expand
             raise rejected(why) from None
         kind = PartialAnswer if exc.status_code in (500, 503) else IndexUnavailable
@@ -94,6 +103,18 @@ def rejected(why: str) -> QuerySyntaxError:
         return QueryTooBroad(f"{QueryTooBroad.label}: {message}", {"q": [message]})
     message = f"the search cluster refused this query: {why}"
     return QueryRejected(f"{QueryRejected.label}: {message}", {"q": [message]})
+
+
+def _item_reason(item: dict[str, Any]) -> str:
+    """Why the cluster refused one item of a bulk request (`{"index": {"error": …}}`)."""
+    refused: dict[str, Any] = next(iter(item.values()), {})
+    return failure_reason(refused.get("error"))
+
+
+def disk_full(why: str) -> bool:
+    """Whether the cluster refused a write because a node's disk passed its flood-stage watermark:
+    it then blocks writes to the index (`read_only_allow_delete`) until space is freed."""
+    return "cluster_block_exception" in why and ("flood-stage" in why or "read-only-allow-delete" in why)
 
 
 def _too_many_clauses(why: str) -> bool:

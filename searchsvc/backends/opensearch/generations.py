@@ -19,9 +19,9 @@ from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 from opensearchpy.helpers import streaming_bulk
 
-from searchsvc.backends.opensearch.cluster import cluster_errors, failure_reason
+from searchsvc.backends.opensearch.cluster import cluster_errors, disk_full, failure_reason
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION
-from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress
+from searchsvc.core.errors import IndexUnavailable, RebuildFailed, RebuildInProgress, StorageFull
 from searchsvc.host import running
 
 BULK_CHUNK = 500
@@ -108,6 +108,8 @@ class Generations:
         for ok, item in streaming_bulk(self.client, actions, chunk_size=BULK_CHUNK, raise_on_error=False):
             if not ok and item.get("delete", {}).get("status") != 404:
                 failed = next(iter(item.values()))
+                if disk_full(why := failure_reason(failed.get("error"))):
+                    raise StorageFull(f"{self.where}: {why}")
                 raise RebuildFailed(
                     f"the cluster refused paper {failed.get('_id')!r}: {failure_reason(failed.get('error'))}; "
                     "the published index is unchanged"

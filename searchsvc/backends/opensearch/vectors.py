@@ -19,11 +19,11 @@ import numpy as np
 from opensearchpy import OpenSearch
 from opensearchpy.helpers import scan, streaming_bulk
 
-from searchsvc.backends.opensearch.cluster import failure_reason
+from searchsvc.backends.opensearch.cluster import disk_full, failure_reason
 from searchsvc.backends.opensearch.generations import BULK_CHUNK, Generations
 from searchsvc.backends.opensearch.mapping import CONTENT_KEY, EMBEDDED, VECTOR
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.core.errors import RebuildFailed
+from searchsvc.core.errors import RebuildFailed, StorageFull
 from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.semantic.embedding import embed_new
@@ -134,6 +134,8 @@ def _write(client: OpenSearch, updates: Iterable[Dsl]) -> int:
     for ok, item in streaming_bulk(client, updates, chunk_size=BULK_CHUNK, raise_on_error=False):
         failed = item.get("update", {})
         if not ok and failed.get("status") not in (404, 409):
+            if disk_full(why := failure_reason(failed.get("error"))):
+                raise StorageFull(f"the vectors' writes: {why}")
             raise RebuildFailed(
                 f"the cluster refused the vector of paper {failed.get('_id')!r}: {failure_reason(failed.get('error'))}"
             )

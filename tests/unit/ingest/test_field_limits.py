@@ -96,3 +96,23 @@ def test_a_rebuild_and_a_write_limit_alike_by_the_settings(tmp_path: Path, write
         f"{tmp_path}/sources/long.jsonl:1: title of 13,999 characters cut to 100 (max_title_chars)"
     ]
     assert added.warnings == [f"{body}:2: title of 13,999 characters cut to 100 (max_title_chars)"]
+
+
+def test_a_merged_paper_keeps_within_the_limits_and_says_where(tmp_path: Path, write) -> None:
+    """Issue #36's leftover: two records of one paper, each within `max_authors`, merged into one
+    past it; a rebuild and a write limit it alike, warned about at the record that passed it."""
+    backend = WhooshBackend(settings_for(tmp_path / "index", semantic_ranking=False, max_authors=3))
+    first = {"id": "p-1", "title": "One paper", "authors": ["A. One", "B. Two"]}
+    second = {"id": "p-1", "title": "One paper", "authors": ["C. Three", "D. Four"]}
+    built = rebuild(backend, [write("two.jsonl", jsonl([first, second]))])
+    assert backend.paper("p-1").authors == ["A. One", "B. Two", "C. Three"]
+    assert built.warnings == [
+        f"{tmp_path}/sources/two.jsonl:2, merged with {tmp_path}/sources/two.jsonl:1: 4 authors, the first 3 kept "
+        "(max_authors)"
+    ]
+    body = write("body.jsonl", jsonl([{**second, "authors": ["E. Five", "F. Six"]}]))
+    added = update.add(backend, [body], origin="POST /api/papers by tester", embed=False)
+    assert backend.paper("p-1").authors == ["A. One", "B. Two", "C. Three"]
+    assert added.warnings == [
+        f"{body}:1, merged with {tmp_path}/sources/two.jsonl:1: 5 authors, the first 3 kept (max_authors)"
+    ]

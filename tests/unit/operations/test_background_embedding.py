@@ -3,15 +3,20 @@ process at a time, and no change published while it runs is left unembedded."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.host import alone
 from searchsvc.operations import background_embedding, update
 from searchsvc.operations.background_embedding import embed_pending
+from searchsvc.settings import load_settings
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex
 from tests.helpers.records import made_up_papers, write_jsonl
@@ -90,3 +95,17 @@ def test_the_process_a_write_starts_embeds_its_papers(make_index: MakeIndex, ind
         time.sleep(0.1)
     status = fresh(backend).status()
     assert status["semantic_ranking"] == "on" and status["embedded_papers"] == 2
+
+
+def test_a_process_that_cannot_start_is_logged_and_the_change_stands(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #36: past the change's publishing, a failure to start the embedding was a 500."""
+
+    def cannot_start(module: str, data: bytes) -> None:
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(background_embedding, "start_detached", cannot_start)
+    with caplog.at_level(logging.ERROR):
+        background_embedding.start(load_settings(environ={"SEARCHSVC_INDEX_DIR": "unused"}))
+    assert "the change stands" in caplog.text and "Resource temporarily unavailable" in caplog.text
