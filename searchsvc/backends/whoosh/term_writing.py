@@ -144,13 +144,7 @@ class _Blocks:
         else:
             mini_values = None if fixed == 0 else value
         data = dumps(((doc,), None if stored == 1.0 else stored, mini_values), 2)
-        if self._compression:
-            compressed = self._compressed.get(data)
-            if compressed is None:
-                if len(self._compressed) >= _COMPRESSED_KEPT:
-                    self._compressed.clear()
-                compressed = self._compressed[data] = zlib.compress(data, self._compression)
-            data = compressed
+        data = self._compressed_as_written(data)
         most = max(0, weight)
         info = dumps((1, doc, most, self._compression, byte, byte), 2)
         block = WHOOSH3_HEADER_MAGIC + pack_int(-(len(info) + len(data))) + info + data
@@ -159,6 +153,18 @@ class _Blocks:
         self._offset += len(block)
         term = W3TermInfo._struct.pack(False, stored, 1, byte, byte, max(0.0, weight), doc, doc)
         return term + pack_long(start) + pack_int(len(block))
+
+    def _compressed_as_written(self, data: bytes) -> bytes:
+        """A block's pickled postings as written: compressed if the codec compresses, the compressed
+        bytes of a block seen before reused."""
+        if not self._compression:
+            return data
+        compressed = self._compressed.get(data)
+        if compressed is None:
+            if len(self._compressed) >= _COMPRESSED_KEPT:
+                self._compressed.clear()
+            compressed = self._compressed[data] = zlib.compress(data, self._compression)
+        return compressed
 
     def _block(
         self, docs: Sequence[int], weights: Sequence[float], values: list[bytes], last: bool
@@ -189,13 +195,7 @@ class _Blocks:
             mini_values = None if fixed == 0 else b"".join(values)
         deltas = tuple([docs[0], *map(int.__sub__, docs[1:], docs[:-1])])
         data = dumps((deltas, mini_weights, mini_values), 2)
-        if self._compression:
-            compressed = self._compressed.get(data)
-            if compressed is None:
-                if len(self._compressed) >= _COMPRESSED_KEPT:
-                    self._compressed.clear()
-                compressed = self._compressed[data] = zlib.compress(data, self._compression)
-            data = compressed
+        data = self._compressed_as_written(data)
         info = dumps(
             (len(docs), docs[-1], max(0, *weights), self._compression, length_to_byte(low), length_to_byte(high)), 2
         )
