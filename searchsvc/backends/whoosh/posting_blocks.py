@@ -70,8 +70,10 @@ def postings(m: W3LeafMatcher, block: Block) -> Postings:
     took ~230 µs a block, most of a phrase's time at 300,000 papers."""
     raw = m._postfile.get(block.data, block.end - block.data)
     ids, weights, values = pickle.loads(zlib.decompress(raw) if block.compression else raw)  # noqa: S301 - Whoosh's own block, which it unpickles too
+    if m._byteids:  # a term vector's block, whose ids are words: not a posting list (the schema has none)
+        raise ValueError("a term vector's block is not a posting list")
     count = block.size
-    found = np.array(ids, dtype=np.int64) if m._byteids else np.cumsum(ids, dtype=np.int64)  # ids stored as deltas
+    found = np.cumsum(ids, dtype=np.int64)  # document numbers are stored as their deltas
     if weights is None:
         frequencies = np.ones(count, dtype=np.float64)
     elif isinstance(weights, float):
