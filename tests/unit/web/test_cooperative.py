@@ -101,7 +101,6 @@ def _unreadable_on(backend: object, line: int) -> None:
 @pytest.fixture
 def in_own_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cooperative, "_write_runner", cooperative._write_runner)  # restored afterwards
-    monkeypatch.setattr(cooperative, "open_backend", lambda settings: settings)  # the child's engine: not needed here
     monkeypatch.setattr(host, "subprocess", gevent_subprocess)  # what gunicorn's gevent worker patches in
     cooperative.run_writes_in_own_processes()
 
