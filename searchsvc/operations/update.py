@@ -30,6 +30,7 @@ from searchsvc.ingest.collection import MergeStore
 from searchsvc.ingest.field_limits import FieldLimits
 from searchsvc.ingest.merging import merge_into
 from searchsvc.ingest.sources import discover, read_records
+from searchsvc.operations.background_embedding import embed_pending
 from searchsvc.operations.published import collection_file, keep_collection, prune_collections, published_changes
 
 
@@ -179,7 +180,11 @@ def _update(
             return earlier
         embedding_started = time.monotonic()
         if report.changed_at and embed:
-            report.embedded = backend.embed(progress)
+            embedded = embed_pending(backend, progress)
+            report.embedded = embedded or 0
+            # None: another process is embedding (a write's, through the API); its next pass takes
+            # this change's papers too, so the command does not wait for its lock.
+            embed = embedded is not None
         report.embedding_seconds = time.monotonic() - embedding_started
     report.semantic_ranking = _semantic_ranking(backend, report, embed)
     report.seconds = time.monotonic() - started

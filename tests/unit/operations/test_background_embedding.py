@@ -109,3 +109,21 @@ def test_a_process_that_cannot_start_is_logged_and_the_change_stands(
     with caplog.at_level(logging.ERROR):
         background_embedding.start(load_settings(environ={"SEARCHSVC_INDEX_DIR": "unused"}))
     assert "the change stands" in caplog.text and "Resource temporarily unavailable" in caplog.text
+
+
+def test_a_command_finding_another_process_embedding_leaves_its_papers_to_it(
+    make_index: MakeIndex, index_dir: Path, tmp_path: Path
+) -> None:
+    """`searchsvc add` and `remove` waited for a write's background embedding to release the store
+    (30 s at 300,000 papers under load) to find, mostly, nothing left to embed: now the process at
+    work takes the command's papers in its next pass, and the command says they are pending."""
+    backend = served_with_meaning(make_index, index_dir)
+    assert embed_pending(backend) == 3
+    lock = backend.settings.vector_store_dir / background_embedding.LOCK_FILE
+    with alone(lock) as held:
+        assert held
+        report = update.add(fresh(backend), [write_jsonl(tmp_path / "new.jsonl", made_up_papers("okapi", 2))])
+    assert report.added == ["okapi-00", "okapi-01"] and report.embedded == 0
+    assert report.semantic_ranking == "pending"
+    assert embed_pending(fresh(backend)) == 2  # what the process at work would have found on its next pass
+    assert update.remove(fresh(backend), ["okapi-00"]).semantic_ranking == "on"
