@@ -202,11 +202,13 @@ def holds(held: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return rows_of(held, keys)[1]
 
 
-def rows_of(held: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each of `keys`: its place among the keys `held`, and whether it is there (else the place is 0)."""
+def rows_of(held: np.ndarray, keys: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `keys`: its place among the keys `held`, and whether it is there (else the place is 0).
+    `order`: `np.argsort(held)`, when it is kept (the base's, `_base_index`)."""
     if len(held) == 0:
         return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-    order = np.argsort(held)
+    if order is None:
+        order = np.argsort(held)
     at = np.searchsorted(held[order], keys).clip(max=len(order) - 1)
     found = held[order[at]] == keys
     return np.where(found, order[at], 0), found
@@ -309,8 +311,7 @@ class _BaseIndex(NamedTuple):
 
     stamp: tuple[int, int, int]  # the base file's inode, mtime and size
     keys: np.ndarray  # in the base's order
-    sorted: np.ndarray  # the same, sorted
-    rows: np.ndarray  # the row in the base of each sorted key
+    order: np.ndarray  # np.argsort(keys), for `rows_of`
 
 
 _BASE_KEYS: dict[Path, _BaseIndex] = {}
@@ -319,11 +320,11 @@ _FEW_ROWS = 0.01
 
 
 def base_keys(path: Path) -> np.ndarray | None:
-    """The base's keys, sorted, read alone (an .npz member is read by itself: a writer learns what
-    to embed without reading 230 MB of vectors) and kept until it changes; None when there is no
-    base or it cannot be read (`load_file` then says why)."""
+    """The base's keys, read alone (an .npz member is read by itself: a writer learns what to embed
+    without reading 230 MB of vectors) and kept until it changes; None when there is no base or it
+    cannot be read (`load_file` then says why)."""
     index = _base_index(path)
-    return None if index is None else index.sorted
+    return None if index is None else index.keys
 
 
 def _base_index(path: Path) -> _BaseIndex | None:
@@ -341,8 +342,7 @@ def _base_index(path: Path) -> _BaseIndex | None:
             return None
         if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
             return None
-        order = np.argsort(keys, kind="stable")
-        kept = _BASE_KEYS[path] = _BaseIndex(key, keys, keys[order], order)
+        kept = _BASE_KEYS[path] = _BaseIndex(key, keys, np.argsort(keys))
     return kept
 
 
@@ -355,16 +355,13 @@ def _fill_from_base(path: Path, keys: np.ndarray, vectors: np.ndarray, found: np
         if path.exists():  # unreadable: `load_file` says why, once more
             _fill(load_file(path), keys, vectors, found)
         return
-    held, order = index.sorted, index.rows
     wanted = np.flatnonzero(~found)
-    if not len(held) or not len(wanted):
-        return
-    at = np.searchsorted(held, keys[wanted]).clip(max=len(held) - 1)
-    there = held[at] == keys[wanted]
+    at, there = rows_of(index.keys, keys[wanted], index.order)
     if not there.any():
         return
-    rows = order[at[there]]
-    read = _read_rows(path, index.stamp, rows, len(held)) if len(rows) <= _FEW_ROWS * len(held) else None
+    rows = at[there]
+    count = len(index.keys)
+    read = _read_rows(path, index.stamp, rows, count) if len(rows) <= _FEW_ROWS * count else None
     if read is None:
         _fill(load_file(path), keys, vectors, found)
         return
