@@ -111,8 +111,7 @@ class Generations:
                 if disk_full(why := failure_reason(failed.get("error"))):
                     raise StorageFull(f"{self.where}: {why}")
                 raise RebuildFailed(
-                    f"the cluster refused paper {failed.get('_id')!r}: {failure_reason(failed.get('error'))}; "
-                    "the published index is unchanged"
+                    f"the cluster refused paper {failed.get('_id')!r}: {why}; the published index is unchanged"
                 )
             progress(1)
 

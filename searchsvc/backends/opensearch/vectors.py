@@ -136,9 +136,7 @@ def _write(client: OpenSearch, updates: Iterable[Dsl]) -> int:
         if not ok and failed.get("status") not in (404, 409):
             if disk_full(why := failure_reason(failed.get("error"))):
                 raise StorageFull(f"the vectors' writes: {why}")
-            raise RebuildFailed(
-                f"the cluster refused the vector of paper {failed.get('_id')!r}: {failure_reason(failed.get('error'))}"
-            )
+            raise RebuildFailed(f"the cluster refused the vector of paper {failed.get('_id')!r}: {why}")
         written += ok
     return written
 
