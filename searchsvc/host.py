@@ -142,15 +142,20 @@ def start_detached(module: str, data: bytes) -> subprocess.Popen[bytes]:
     the processes it starts inherit), with `data` on its standard input (secrets travel there, never
     on a command line) and return at once; its log lines go to this process's standard error. Not
     `python -m module`: a package that imports the module first would hold two copies."""
-    run = f"import sys; from {module} import main; sys.exit(main())"
-    process = subprocess.Popen([sys.executable, "-c", run], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    with suppress(OSError):  # gone already, or not allowed: it runs at the usual priority
-        os.setpriority(os.PRIO_PROCESS, process.pid, BACKGROUND_NICENESS)
+    process = _python_at_lower_priority(f"import sys; from {module} import main; sys.exit(main())", subprocess.DEVNULL)
     assert process.stdin is not None
     with process.stdin:
         process.stdin.write(data)
     # Reaped when it ends (a green thread in a gevent worker), so no zombie is left behind.
     threading.Thread(target=process.wait, name=f"{module}-reaper", daemon=True).start()
+    return process
+
+
+def _python_at_lower_priority(code: str, stdout: int) -> subprocess.Popen[bytes]:
+    """`python -c code` started at `BACKGROUND_NICENESS`, its standard input a pipe."""
+    process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=stdout)
+    with suppress(OSError):  # gone already, or not allowed: it runs at the usual priority
+        os.setpriority(os.PRIO_PROCESS, process.pid, BACKGROUND_NICENESS)
     return process
 
 
@@ -205,10 +210,9 @@ def call_in_process(function: Callable[..., _T], *args: Any) -> _T:
     Why: work in a native thread shares the interpreter with the requests around it, in turns, so a
     write at 300,000 papers slowed every search of its worker (issue #30); in a process of its own it
     shares only the cores, and gives them up to the searches first."""
-    run = f"from searchsvc.host import answer_call; answer_call({os.getpid()})"
-    process = subprocess.Popen([sys.executable, "-c", run], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    with suppress(OSError):  # gone already, or not allowed: it runs at the usual priority
-        os.setpriority(os.PRIO_PROCESS, process.pid, BACKGROUND_NICENESS)
+    process = _python_at_lower_priority(
+        f"from searchsvc.host import answer_call; answer_call({os.getpid()})", subprocess.PIPE
+    )
     answer, _ = process.communicate(pickle.dumps((function, args)))  # cooperative in a gevent worker
     if process.returncode != 0 or not answer:
         raise ProcessLost(f"the process doing {function.__qualname__} ended with status {process.returncode}")
