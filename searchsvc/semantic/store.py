@@ -17,13 +17,14 @@ import hashlib
 import logging
 import os
 import struct
+import weakref
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -370,44 +371,158 @@ def _fill_from_base(path: Path, keys: np.ndarray, vectors: np.ndarray, found: np
 
 
 def _read_rows(path: Path, stamp: tuple[int, int, int], rows: np.ndarray, count: int) -> np.ndarray | None:
-    """The vectors at `rows` of the base, whose keys `stamp` was read with, each read by itself from
-    the uncompressed `vectors.npy` member (as `np.savez` writes it); None where that cannot be done
-    (another layout, the file replaced or cut short, a value not finite): then read it whole."""
-    row_bytes = DIMENSIONS * 2
+    """The vectors at `rows` of the base, whose keys `stamp` was read with, each read by itself;
+    None where that cannot be done (another layout, the file replaced or cut short, a value not
+    finite): then read it whole."""
     try:
         with path.open("rb") as stream:
             info = os.fstat(stream.fileno())
             if (info.st_ino, info.st_mtime_ns, info.st_size) != stamp:
                 return None
-            with zipfile.ZipFile(stream) as archive:
-                member = archive.getinfo("vectors.npy")
-            if member.compress_type != zipfile.ZIP_STORED:
-                return None
-            stream.seek(member.header_offset)
-            local = stream.read(30)  # a zip entry's local header: its name and extra field follow
-            if len(local) != 30 or local[:4] != b"PK\x03\x04":
-                return None
-            name_bytes, extra_bytes = struct.unpack("<HH", local[26:30])
-            stream.seek(member.header_offset + 30 + name_bytes + extra_bytes)
-            version = np.lib.format.read_magic(stream)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
-            else:
-                return None
-            start = stream.tell()
-            if dtype != np.float16 or fortran or shape != (count, DIMENSIONS):
-                return None
-            if start + count * row_bytes > info.st_size:  # cut short
-                return None
-            data = b"".join(os.pread(stream.fileno(), row_bytes, start + row * row_bytes) for row in rows.tolist())
+            start = _rows_start(stream, count)
+            return None if start is None else _pread_rows(stream.fileno(), start, rows)
     except _UNREADABLE:
         return None
-    if len(data) != len(rows) * row_bytes:
+
+
+_ROW_BYTES = DIMENSIONS * 2
+
+
+def _rows_start(stream: BinaryIO, count: int) -> int | None:
+    """Where row 0 of the `vectors.npy` member (`count` float16 rows, uncompressed, as `np.savez`
+    writes it) begins in `stream`; None when the file is laid out otherwise or cut short."""
+    size = os.fstat(stream.fileno()).st_size
+    with zipfile.ZipFile(stream) as archive:
+        member = archive.getinfo("vectors.npy")
+    if member.compress_type != zipfile.ZIP_STORED:
+        return None
+    stream.seek(member.header_offset)
+    local = stream.read(30)  # a zip entry's local header: its name and extra field follow
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        return None
+    name_bytes, extra_bytes = struct.unpack("<HH", local[26:30])
+    stream.seek(member.header_offset + 30 + name_bytes + extra_bytes)
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        return None
+    start = stream.tell()
+    if dtype != np.float16 or fortran or shape != (count, DIMENSIONS) or start + count * _ROW_BYTES > size:
+        return None
+    return start
+
+
+def _pread_rows(fd: int, start: int, rows: np.ndarray) -> np.ndarray | None:
+    """The rows at `rows` of the array starting at `start` in file `fd`, each read by itself;
+    None if one is cut short or holds a value that is not finite."""
+    data = b"".join(os.pread(fd, _ROW_BYTES, start + row * _ROW_BYTES) for row in rows.tolist())
+    if len(data) != len(rows) * _ROW_BYTES:
         return None
     vectors = np.frombuffer(data, dtype=np.float16).reshape(len(rows), DIMENSIONS)
     return vectors if _finite(vectors) else None
+
+
+class _HeldFile(NamedTuple):
+    """A file of the store held open for reading rows alone: its keys, and where its rows start."""
+
+    stream: BinaryIO
+    keys: np.ndarray
+    order: np.ndarray  # np.argsort(keys), for `rows_of`
+    start: int
+
+
+class RowsOnDemand:
+    """The vectors of a generation's papers, each row read from the store's files when a search
+    asks for it, from files held open since the generation was opened (a compaction that replaces
+    them meanwhile changes nothing read here). A fresh process served its first search by meaning
+    only after reading every vector (230 MB at 300,000 papers; 2.8 s from a cold disk, past the
+    3 s a fresh open may take with the index itself): a search reads the few hundred rows it
+    ranks, while the whole is read beside (`GenerationVectors`)."""
+
+    def __init__(self, files: list[_HeldFile], file_of: np.ndarray, row_of: np.ndarray) -> None:
+        self._files = files
+        self._file_of = file_of  # for each paper, its file's place in `files`
+        self._row_of = row_of  # and its row there
+        self.close = weakref.finalize(self, _close_all, files)  # with the last search reading from them
+
+    def __len__(self) -> int:
+        return len(self._file_of)
+
+    def __getitem__(self, docs: int | slice | np.ndarray) -> np.ndarray:
+        """The rows of `docs` (a document number, a slice, an array of them). A row that cannot be
+        read (the file damaged since it was opened) is zeros: similar to nothing, and logged."""
+        wanted = np.arange(len(self))[docs] if isinstance(docs, slice) else np.asarray(docs, dtype=np.int64)
+        flat = wanted.reshape(-1)
+        rows = np.zeros((len(flat), DIMENSIONS), dtype=np.float16)
+        files = self._file_of[flat]
+        for index in np.unique(files).tolist():
+            chosen = np.flatnonzero(files == index)
+            held = self._files[index]
+            try:
+                read = _pread_rows(held.stream.fileno(), held.start, self._row_of[flat[chosen]])
+            except OSError as exc:
+                read = None
+                log.warning("cannot read vectors from %s: %s", held.stream.name, exc)
+            if read is None:
+                log.warning("vectors of %d papers read as zeros: %s is damaged", len(chosen), held.stream.name)
+                continue
+            rows[chosen] = read
+        return rows.reshape(*wanted.shape, DIMENSIONS)
+
+
+def _close_all(files: list[_HeldFile]) -> None:
+    for held in files:
+        held.stream.close()
+
+
+def rows_on_demand(path: Path, keys: np.ndarray) -> RowsOnDemand | None:
+    """`keys`' rows to be read on demand from the store at `path` (newest parts first, then the
+    base, as `find`), after reading only the files' keys; None when some key is in no file, or a
+    file cannot be read row by row (`find_runs` then reads it whole, and says why)."""
+    files: list[_HeldFile] = []
+    file_of = np.full(len(keys), -1, dtype=np.int64)
+    row_of = np.zeros(len(keys), dtype=np.int64)
+    try:
+        for file in [*reversed(part_files(path)), path]:
+            held = _hold(file, _base_index(path) if file == path else None)
+            files.append(held)
+            missing = np.flatnonzero(file_of < 0)
+            at, there = rows_of(held.keys, keys[missing], held.order)
+            file_of[missing[there]] = len(files) - 1
+            row_of[missing[there]] = at[there]
+            if there.all():
+                return RowsOnDemand(files, file_of, row_of)
+    except _UNREADABLE:
+        pass
+    RowsOnDemand(files, file_of, row_of).close()
+    return None
+
+
+def _hold(path: Path, index: _BaseIndex | None) -> _HeldFile:
+    """`path` opened to read rows alone, its keys those of `index` (the base's, read once per
+    process) if the file is still the one they were read from, else read now."""
+    stream = path.open("rb")
+    try:
+        info = os.fstat(stream.fileno())
+        if index is not None and (info.st_ino, info.st_mtime_ns, info.st_size) != index.stamp:
+            raise ValueError(f"{path} replaced since its keys were read")
+        if index is None:
+            with np.load(stream, allow_pickle=False) as data:
+                keys = data["keys"]
+            if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
+                raise ValueError(f"{path}: keys are {keys.dtype} {keys.shape}")
+            index = _BaseIndex((info.st_ino, info.st_mtime_ns, info.st_size), keys, np.argsort(keys))
+        start = _rows_start(stream, len(index.keys))
+        if start is None:
+            raise ValueError(f"{path} is not laid out as np.savez writes a store")
+        os.posix_fadvise(stream.fileno(), 0, 0, os.POSIX_FADV_RANDOM)  # a row read, not the 128 kB after it
+        return _HeldFile(stream, index.keys, index.order, start)
+    except BaseException:
+        stream.close()
+        raise
 
 
 def _no_keys() -> np.ndarray:

@@ -302,8 +302,9 @@ class WhooshBackend:
     @_in_turn
     def related(self, paper_id: str, limit: int) -> list[Hit]:
         """The papers nearest in meaning to this one among the whole collection (the generation's
-        vectors, scanned with numpy); while they are pending or ranking by meaning is off, those
-        sharing its most distinctive words (more-like-this). Its key words are highlighted."""
+        vectors, scanned with numpy); while they are pending, ranking by meaning is off, or a fresh
+        open is still reading them past half the time left, those sharing its most distinctive
+        words (more-like-this). Its key words are highlighted."""
         gen = self._generations.get()
         deadline = self._deadline()
         docnum = _docnum(gen, paper_id)
@@ -312,7 +313,8 @@ class WhooshBackend:
             "abstract", f"{stored['title']} {stored['abstract']}", numterms=RELATED_KEY_TERMS
         )
         deadline.check()
-        vectors = gen.vectors.get() if self.settings.semantic_ranking else None
+        # Right after a fresh open the vectors are still read beside: half the time left waits for them.
+        vectors = gen.vectors.whole(deadline.remaining_ms() / 2000) if self.settings.semantic_ranking else None
         if vectors is not None:
             nearest = related_order(vectors, vectors[docnum], limit, exclude=[docnum, *gen.order.deleted])
         else:

@@ -7,7 +7,9 @@ as well: each search checks (two stats) whether the vector store has changed.
 
 from __future__ import annotations
 
+import logging
 import threading
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 
@@ -17,11 +19,24 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
+from searchsvc.host import beside
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
-from searchsvc.semantic.store import KEY_BYTES, Stamp, content_key, find, find_runs, paper_text, rows_of, stamp
+from searchsvc.semantic.store import (
+    KEY_BYTES,
+    RowsOnDemand,
+    Stamp,
+    content_key,
+    find,
+    find_runs,
+    paper_text,
+    rows_of,
+    rows_on_demand,
+    stamp,
+)
 
+log = logging.getLogger(__name__)
 KEYS_FILE = "content-keys.npy"  # the content key of each document, by document number
 Placement = list[tuple[str, int, int]]  # (segment id, first document number, documents) of each segment
 
@@ -130,16 +145,34 @@ class GenerationVectors:
         self._blocks: list[np.ndarray | None] = [None] * len(placement)  # per segment, once some row is known
         self._found = np.zeros(doc_count, dtype=bool)
         self._base: Stamp | None = None  # the store's base file the found rows were read with
+        # After a fresh open, until every row is read beside: rows read as searches ask.
+        self._on_demand: RowsOnDemand | None = None
+        self._loading: Future[None] | None = None
         if previous is not None:
             self._take_shared(previous)
             self._base = previous._base
 
-    def get(self) -> SegmentRows | None:
-        """Vectors by document number, or None while some paper has none yet."""
+    def get(self) -> SegmentRows | RowsOnDemand | None:
+        """Vectors by document number, or None while some paper has none yet; after a fresh open,
+        until every row is read beside, rows read from the store as they are asked for."""
         self._refresh()
+        if self._on_demand is not None:
+            return self._on_demand
         if self._stamp is None or not self._found.all():
             return None
         return self._segment_rows()
+
+    def whole(self, wait_s: float) -> SegmentRows | None:
+        """`get()` once every row is in memory (related papers scan them all), waiting at most
+        `wait_s` seconds for the rows a fresh open reads beside; None if they are not there by then."""
+        rows = self.get()
+        if self._loading is not None and not isinstance(rows, SegmentRows):
+            try:
+                self._loading.exception(timeout=wait_s)  # cooperative for a gevent pool's future
+            except TimeoutError:
+                return None
+            rows = self.get()
+        return rows if isinstance(rows, SegmentRows) else None
 
     def _segment_rows(self) -> SegmentRows:
         """The blocks as rows by document number (a block never filled: no rows)."""
@@ -156,11 +189,13 @@ class GenerationVectors:
     def _refresh(self) -> None:
         """Fill the rows still missing if the store changed since (a rebuild appends as it embeds);
         all of them again if its base was replaced or deleted (a compaction, an operator)."""
+        if self._on_demand is not None:  # every row is there, read as asked, until the whole is read
+            return
         now = stamp(self._store)
         if now == self._stamp:
             return
         with self._lock:
-            if now == self._stamp:
+            if now == self._stamp or self._on_demand is not None:
                 return
             base = now[1:] if now else None
             if base != self._base:
@@ -168,15 +203,37 @@ class GenerationVectors:
                 self._base = base
             missing = np.flatnonzero(~self._found)
             if len(missing) and len(missing) == len(self._keys) and now is not None:  # all at once: a fresh open
-                runs = find_runs(self._store, self._keys, [(start, count) for _, start, count in self._placement])
-                self._blocks = [vectors for vectors, _ in runs]
-                for (_, start, count), (_, found) in zip(self._placement, runs, strict=True):
-                    self._found[start : start + count] = found
+                self._on_demand = rows_on_demand(self._store, self._keys)
+                if self._on_demand is None:  # a store that cannot be read by rows (find_runs says why)
+                    self._take_runs()
+                else:
+                    self._found[:] = True
+                    self._loading = beside().submit(self._read_whole, now)
             elif len(missing) and now is not None:
                 vectors, found = find(self._store, self._keys[missing])
                 self._write(missing[found], vectors[found])
                 self._found[missing[found]] = True
             self._stamp = now
+
+    def _take_runs(self) -> None:
+        """Every row from the store, read whole (each segment's rows a view of the base where it
+        holds them in order: a fresh open of a compacted store copies nothing)."""
+        runs = find_runs(self._store, self._keys, [(start, count) for _, start, count in self._placement])
+        self._blocks = [vectors for vectors, _ in runs]
+        for (_, start, count), (_, found) in zip(self._placement, runs, strict=True):
+            self._found[start : start + count] = found
+
+    def _read_whole(self, seen: Stamp) -> None:
+        """Beside the searches reading rows on demand: every row, then served from memory. The
+        store is then as `seen` (its stamp when this began), so a change since is read next."""
+        try:
+            with self._lock:
+                self._take_runs()
+        except Exception:  # the rows on demand go on serving; said once, not raised into nothing
+            log.exception("cannot read the vectors of %s whole; reading them row by row", self._store)
+            return
+        self._stamp = seen
+        self._on_demand = None  # its files close with the last search reading from them
 
     def _write(self, docs: np.ndarray, vectors: np.ndarray) -> None:
         """Put `vectors` in the rows of `docs`, in blocks of this generation's own (a shared block is complete)."""
@@ -209,7 +266,8 @@ class GenerationVectors:
         gone = gone[previous._found[gone]]
         if len(gone) and len(new):
             at, there = rows_of(previous._keys[gone], self._keys[new])
-            self._write(new[there], previous._segment_rows()[gone[at[there]]])  # each found
+            rows = previous._on_demand or previous._segment_rows()  # its rows read whole, or not yet
+            self._write(new[there], rows[gone[at[there]]])  # each found
             self._found[new[there]] = True
 
 

@@ -136,3 +136,45 @@ def test_a_few_of_the_bases_rows_are_read_alone_and_as_the_whole_file_gives_them
     np.savez_compressed(path, keys=base.keys, vectors=base.vectors)
     vectors, found = find(path, keys)
     assert np.array_equal(vectors, expected) and found.sum() == 3
+
+
+def test_rows_on_demand_are_finds_rows_and_outlive_a_compaction_of_their_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh process reads the rows its searches rank from the files it opened, not the whole
+    store (230 MB at 300,000 papers) first: the same rows `find` gives, whatever the store becomes."""
+    path = tmp_path / "vectors.npz"
+    base = _base(path, 1000)
+    new = np.array([content_key(f"new {n}") for n in range(3)], dtype=f"S{KEY_BYTES}")
+    part = np.zeros((3, DIMENSIONS), dtype=np.float16)
+    part[:, 0] = [-1, -2, -3]
+    store.append(path, StoredVectors(new, part))
+    keys = np.concatenate([base.keys[[5, 999]], new[[2, 0]], base.keys[[0]]])
+    expected, found = find(path, keys)
+    assert found.all()
+    whole = store.load_file
+    monkeypatch.setattr(store, "load_file", lambda file: pytest.fail(f"{file} read whole"))
+    rows = store.rows_on_demand(path, keys)
+    assert rows is not None and len(rows) == 5
+    assert np.array_equal(rows[np.arange(5)], expected)
+    assert np.array_equal(rows[[[4, 2]]], expected[[[4, 2]]]) and np.array_equal(rows[1:4], expected[1:4])
+    assert np.array_equal(rows[3], expected[3])
+    monkeypatch.setattr(store, "load_file", whole)
+    store.save(path, StoredVectors(base.keys[:10], base.vectors[:10]))  # compacted: part deleted, base replaced
+    assert np.array_equal(rows[np.arange(5)], expected)
+    assert store.rows_on_demand(path, keys) is None  # not every key is in the store now
+    assert np.array_equal(store.rows_on_demand(path, base.keys[[9, 0]])[[0, 1]], base.vectors[[9, 0]])  # type: ignore[index]
+
+
+def test_rows_on_demand_need_a_store_laid_out_as_save_writes_it(tmp_path: Path) -> None:
+    """A member compressed, or a file cut short: no rows on demand (the store is then read whole, as
+    before, and `load_file` says what is wrong)."""
+    path = tmp_path / "vectors.npz"
+    base = _base(path, 100)
+    assert store.rows_on_demand(path, base.keys) is not None
+    np.savez_compressed(path, keys=base.keys, vectors=base.vectors)
+    assert store.rows_on_demand(path, base.keys) is None
+    _base(path, 100)
+    with path.open("r+b") as stream:
+        stream.truncate(path.stat().st_size - 500)
+    assert store.rows_on_demand(path, base.keys) is None

@@ -3,13 +3,14 @@ score reorders lexical matches, and a missing model. The encoder itself: tests/u
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend
+from searchsvc.backends.whoosh import WhooshBackend, generation_vectors
 from searchsvc.backends.whoosh.updates import MAX_SMALL_SEGMENTS
 from searchsvc.core import fusion
 from searchsvc.core.errors import SearchsvcError
@@ -87,6 +88,7 @@ def test_searches_rank_lexically_until_the_papers_are_embedded(make_index: MakeI
     records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
     backend = make_index(records)
     assert backend.status()["semantic_ranking"] == "on"
+    _read_whole(backend)
     backend.vector_store.unlink()  # as between publishing a generation and storing its vectors
     assert _ids(backend, QUERY) == ["chess", "cardio"]
     assert backend.status()["semantic_ranking"] == "pending"
@@ -95,11 +97,18 @@ def test_searches_rank_lexically_until_the_papers_are_embedded(make_index: MakeI
     assert backend.status()["semantic_ranking"] == "on"
 
 
+def _read_whole(backend: WhooshBackend) -> None:
+    """Wait for the vectors a fresh open reads beside its rows on demand: until then, the rows of
+    the files it opened serve, whatever happens to the store (the store's changes are seen after)."""
+    assert backend._generations.get().vectors.whole(wait_s=60) is not None
+
+
 def test_status_counts_the_papers_that_have_their_vector(make_index: MakeIndex) -> None:
     """What /metrics reports as searchsvc_embedded_papers: how far a rebuild's embedding has got."""
     records = [_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])]
     backend = make_index(records)
     assert backend.status()["embedded_papers"] == 2
+    _read_whole(backend)
     stored = store.load(backend.vector_store)
     store.save(backend.vector_store, store.StoredVectors(stored.keys[:1], stored.vectors[:1]))  # as a checkpoint
     assert (backend.status()["semantic_ranking"], backend.status()["embedded_papers"]) == ("pending", 1)
@@ -172,7 +181,8 @@ def test_a_worker_reopening_after_an_add_reads_the_new_vectors_alone(
     """The generation before's rows are copied, the add's read from the part it appended: the
     base (230 MB at 300,000 papers) is not read again (issue #30)."""
     backend = make_index([_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])])
-    assert backend.status()["semantic_ranking"] == "on"  # this process holds the generation's vectors
+    assert backend.status()["semantic_ranking"] == "on"
+    _read_whole(backend)  # this process holds the generation's vectors
     read: list[Path] = []
     load_file = store.load_file
     monkeypatch.setattr(store, "load_file", lambda path: read.append(path) or load_file(path))
@@ -185,13 +195,53 @@ def test_a_worker_reopening_after_an_add_reads_the_new_vectors_alone(
     assert backend.vector_store not in read
 
 
+def test_a_fresh_open_ranks_by_meaning_from_rows_read_on_demand_while_the_whole_is_read_beside(
+    make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh process at 300,000 papers read all 230 MB of vectors before its first search by
+    meaning (2.8 s from a cold disk): it now reads the rows that search ranks, and the same order
+    and scores come out; related papers, which scan every row, wait for the whole only within
+    their budget and meanwhile answer by words, as while papers are pending."""
+    records = [
+        _record("chess", 2024, *ABOUT["chess"]),
+        _record("cardio", 2020, *ABOUT["cardio"]),
+        _record("infarction", 2023, *MISSING_A_WORD),
+    ]
+    built = make_index(records, search_time_limit_ms=1000)
+    expected = search(built, SearchRequest(q=QUERY)).hits
+    related = [hit.id for hit in built.related("cardio", 2)]
+    released = threading.Event()
+    find_runs = generation_vectors.find_runs
+
+    def held_back(*arguments: object) -> object:
+        assert released.wait(60)
+        return find_runs(*arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(generation_vectors, "find_runs", held_back)
+    fresh = WhooshBackend(built.settings)  # a new process's
+    hits = search(fresh, SearchRequest(q=QUERY)).hits
+    assert [(hit.id, hit.score) for hit in hits] == [(hit.id, hit.score) for hit in expected]
+    vectors = fresh._generations.get().vectors
+    assert isinstance(vectors.get(), store.RowsOnDemand) and fresh.status()["semantic_ranking"] == "on"
+    assert vectors.whole(wait_s=0.01) is None
+    by_words = [hit.id for hit in fresh.related("cardio", 2)]  # waited half its 1 s, then more-like-this
+    assert by_words == [hit.id for hit in make_index(records, semantic_ranking=False).related("cardio", 2)]
+    assert by_words != related
+    released.set()
+    assert vectors.whole(wait_s=60) is not None
+    assert [hit.id for hit in fresh.related("cardio", 2)] == related
+    assert [(hit.id, hit.score) for hit in search(fresh, SearchRequest(q=QUERY)).hits] == [
+        (hit.id, hit.score) for hit in expected
+    ]
+
+
 def test_a_reopen_shares_the_rows_of_the_segments_it_keeps_and_copies_none(
     make_index: MakeIndex, tmp_path: Path
 ) -> None:
     """The rows of the segments an add leaves as they were are the generation before's own arrays:
     one array for the whole generation was a copy of 230 MB (1 s) per change at 300,000 papers."""
     backend = make_index([_record("chess", 2024, *ABOUT["chess"]), _record("cardio", 2020, *ABOUT["cardio"])])
-    before = backend._generations.get().vectors.get()
+    before = backend._generations.get().vectors.whole(wait_s=60)
     assert before is not None
     added = tmp_path / "more.jsonl"
     added.write_text(jsonl([_record("infarction", 2023, *MISSING_A_WORD)]), encoding="utf-8")
