@@ -52,6 +52,7 @@ class Deadline:
         self._ends = started + limit_ms / 1000
         self._next_pause = started + PAUSE_EVERY_S
         self._turn: threading.Lock | None = None  # the lock of the turn this request holds
+        self._spent: dict[str, float] = {}  # seconds spent waiting, by what for: said when the limit is passed
 
     def __deepcopy__(self, memo: dict[int, object]) -> Deadline:
         """Itself: a copy of what holds it (Whoosh deep-copies queries as it normalizes them)
@@ -69,12 +70,24 @@ class Deadline:
     def _pause_handing_on_the_turn(self, pause: Callable[[], None]) -> None:
         turn = self._turn
         if turn is None:
-            pause()
+            with self.spending("in pauses for the worker's other requests"):
+                pause()
             return
         self._turn = None
         turn.release()
-        pause()
+        with self.spending("in pauses for the worker's other requests"):
+            pause()
         self._take(turn)
+
+    @contextmanager
+    def spending(self, on: str) -> Iterator[None]:
+        """Count the block's time as waiting `on` something: a request past its limit logs where
+        its time went (`SearchTimedOut.private`), so a 503 says what held it."""
+        started = self._clock()
+        try:
+            yield
+        finally:
+            self._spent[on] = self._spent.get(on, 0.0) + self._clock() - started
 
     @contextmanager
     def turn(self, lock: threading.Lock) -> Iterator[None]:
@@ -88,15 +101,19 @@ class Deadline:
                 lock.release()
 
     def _take(self, lock: threading.Lock) -> None:
-        if not lock.acquire(timeout=max(0.0, self._ends - self._clock())):
+        with self.spending("waiting for its turn"):
+            taken = lock.acquire(timeout=max(0.0, self._ends - self._clock()))
+        if not taken:
             raise self._timed_out()
         self._turn = lock
 
     def _timed_out(self) -> SearchTimedOut:
+        spent = ", ".join(f"{seconds * 1000:.0f} ms {on}" for on, seconds in self._spent.items())
         return SearchTimedOut(
             f"the search took longer than its limit of {self.limit_ms} ms: narrow it "
             "(fewer or rarer words, a filter) or try again",
             {"limit_ms": self.limit_ms},
+            private=f"of its {self.limit_ms} ms: {spent or 'none waiting'}",
         )
 
     def remaining_ms(self) -> int:

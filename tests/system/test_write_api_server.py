@@ -159,7 +159,7 @@ def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
 ) -> None:
     """20 changes, half through the API and half through the command line, while 4 clients search
     without pause: no search fails, and the search after each change shows it."""
-    base, index_dir, _ = server
+    base, index_dir, log = server
     failures: list[str] = []
     searched = [0]
     stop = threading.Event()
@@ -214,7 +214,8 @@ def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
         stop.set()
         for thread in clients:
             thread.join()
-    assert failures == []
+    # A search past its limit logs where its time went (core/deadline.py): the server's say, if one failed.
+    assert failures == [], [line for line in server_output(log).splitlines() if "search_timeout" in line]
     assert searched[0] > 20
 
 

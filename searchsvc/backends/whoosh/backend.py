@@ -299,22 +299,28 @@ class WhooshBackend:
         gen = self._generations.get()
         return Paper.from_stored(gen.searcher.stored_fields(_docnum(gen, paper_id)))
 
-    @_in_turn
     def related(self, paper_id: str, limit: int) -> list[Hit]:
         """The papers nearest in meaning to this one among the whole collection (the generation's
         vectors, scanned with numpy); while they are pending, ranking by meaning is off, or a fresh
         open is still reading them past half the time left, those sharing its most distinctive
         words (more-like-this). Its key words are highlighted."""
-        gen = self._generations.get()
         deadline = self._deadline()
+        self._newest_generation(deadline)
+        if self.settings.semantic_ranking:  # waited for before the turn, as a new generation is
+            with deadline.spending("waiting for the vectors of a fresh open"):
+                self._generations.get().vectors.whole(wait_s=deadline.remaining_ms() / 2000)
+        with deadline.turn(self._turn):
+            return self._related(paper_id, limit, deadline)
+
+    def _related(self, paper_id: str, limit: int, deadline: Deadline) -> list[Hit]:
+        gen = self._generations.get()
         docnum = _docnum(gen, paper_id)
         stored = gen.searcher.stored_fields(docnum)
         key_terms = gen.searcher.key_terms_from_text(
             "abstract", f"{stored['title']} {stored['abstract']}", numterms=RELATED_KEY_TERMS
         )
         deadline.check()
-        # Right after a fresh open the vectors are still read beside: half the time left waits for them.
-        vectors = gen.vectors.whole(deadline.remaining_ms() / 2000) if self.settings.semantic_ranking else None
+        vectors = gen.vectors.whole(wait_s=0) if self.settings.semantic_ranking else None
         if vectors is not None:
             nearest = related_order(vectors, vectors[docnum], limit, exclude=[docnum, *gen.order.deleted])
         else:
@@ -344,7 +350,8 @@ class WhooshBackend:
         """Before the turn: wait for a newly published generation being opened, for up to half of
         what is left of the request's budget (the rest is the search's), so that a change is
         answered from as soon as this process has it open, and the turn is held by no waiter."""
-        self._generations.get(wait_s=deadline.remaining_ms() / 2000)
+        with deadline.spending("waiting for a new generation to open"):
+            self._generations.get(wait_s=deadline.remaining_ms() / 2000)
 
 
 def _docnum(gen: OpenGeneration, paper_id: str) -> int:

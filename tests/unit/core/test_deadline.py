@@ -111,3 +111,27 @@ def test_a_copy_of_what_holds_the_deadline_shares_it_and_its_turn() -> None:
     with deadline.turn(lock):
         holder = {"deadline": deadline}
         assert copy.deepcopy(holder)["deadline"] is deadline
+
+
+def test_a_search_past_its_limit_tells_the_log_where_its_time_went(pauses: list[float]) -> None:
+    """A 503 on a three-paper index under load once said only that 5 s had passed: the error's
+    private part (logged, never answered) says how long the search waited, and for what."""
+    lock = threading.Lock()
+    now = [0.0]
+
+    def another_search_runs_for_a_second() -> None:
+        now[0] += 1.0
+
+    pause_searches_with(another_search_runs_for_a_second)
+    deadline = Deadline(1000, clock=lambda: now[0])
+    with deadline.spending("waiting for a new generation to open"):
+        now[0] = 0.25
+    with pytest.raises(SearchTimedOut) as raised, deadline.turn(lock):
+        now[0] = 0.3
+        deadline.check()  # pauses: the other search runs past the limit
+        deadline.check()
+    assert raised.value.private == (
+        "of its 1000 ms: 250 ms waiting for a new generation to open, 0 ms waiting for its turn, "
+        "1000 ms in pauses for the worker's other requests"
+    )
+    assert "waiting" not in raised.value.message  # the client's answer says none of it

@@ -224,7 +224,15 @@ def test_a_fresh_open_ranks_by_meaning_from_rows_read_on_demand_while_the_whole_
     vectors = fresh._generations.get().vectors
     assert isinstance(vectors.get(), store.RowsOnDemand) and fresh.status()["semantic_ranking"] == "on"
     assert vectors.whole(wait_s=0.01) is None
+    whole, turns_held = generation_vectors.GenerationVectors.whole, []
+
+    def waiting(vectors: generation_vectors.GenerationVectors, wait_s: float) -> object:
+        turns_held.append((wait_s > 0, fresh._turn.locked()))  # no other search waits behind this one
+        return whole(vectors, wait_s)
+
+    monkeypatch.setattr(generation_vectors.GenerationVectors, "whole", waiting)
     by_words = [hit.id for hit in fresh.related("cardio", 2)]  # waited half its 1 s, then more-like-this
+    assert turns_held == [(True, False), (False, True)]
     assert by_words == [hit.id for hit in make_index(records, semantic_ranking=False).related("cardio", 2)]
     assert by_words != related
     released.set()
