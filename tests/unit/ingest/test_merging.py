@@ -5,12 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.core.catalogue import JournalEntry
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, catalogue_key, paper_id_for_title
 from searchsvc.core.text import normalise_title
 from searchsvc.host import ScratchFolder
 from searchsvc.ingest.collection import SCRATCH_PREFIX
-from searchsvc.ingest.merging import merge_records
+from searchsvc.ingest.field_limits import FieldLimits
+from searchsvc.ingest.merging import Replayed, merge_records
 from searchsvc.ingest.sources import discover, read_records
 from tests.helpers.paths import SEEDS, SOURCE_SAMPLES
 from tests.helpers.records import profile_page
@@ -238,3 +240,29 @@ def test_a_scratch_folder_left_by_a_killed_rebuild_is_removed_by_the_next(tmp_pa
         (folder / "papers.sqlite").write_bytes(b"x" * 100)
     with merge_records([], lambda m: None, tmp_path) as collection:
         assert sorted(tmp_path.iterdir()) == sorted([in_use.path, collection.directory])
+
+
+def test_a_replayed_change_keeps_within_the_limits_of_the_rebuild_that_replays_it() -> None:
+    """A change journaled before the limits were lowered (or before limits existed) is cut as a
+    source record would be, with a warning that names the change's record; a removal still removes."""
+    limits = FieldLimits(
+        title_chars=20, abstract_chars=30, authors=2, author_name_chars=10, subjects=5, subject_chars=10
+    )
+    source = _record(1, "kept", "A source paper")
+    long = _record(2, "long", "A title far longer than twenty characters")
+    long.abstract = "x" * 100
+    long.authors = ["Ada", "Bea", "A name past ten characters"]
+    gone = _record(3, "gone", "Removed later")
+    changes = [
+        JournalEntry(at="2026-12-01T00:00:00Z", by="cli", added=[_copy(long), _copy(gone)]),
+        JournalEntry(at="2026-12-02T00:00:00Z", by="cli", removed=["gone"]),
+    ]
+    warnings: list[str] = []
+    replayed = Replayed()
+    collection = merge_records([source], warnings.append, changes=changes, replayed=replayed, limits=limits)
+    assert sorted(p.id for p in collection) == ["kept", "long"]
+    cut = collection["long"]
+    assert (cut.title, len(cut.abstract), cut.authors) == ("A title far longer…", 30, ["Ada", "Bea"])
+    assert (replayed.changes, replayed.added, replayed.removed) == (2, 2, 1)
+    assert any(w.startswith("s.jsonl:2: title of 41 characters cut to 20") for w in warnings), warnings
+    assert any(w.startswith("s.jsonl:2: abstract of 100 characters cut to 30") for w in warnings), warnings
