@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from searchsvc import create_app
-from searchsvc.backends.opensearch import OpenSearchBackend, search_bodies
+from searchsvc.backends.opensearch import OpenSearchBackend, generations, search_bodies
 from searchsvc.backends.opensearch.cluster import QueryRejected
 from searchsvc.backends.opensearch.search_bodies import Plan
 from searchsvc.core.errors import RebuildFailed, RebuildInProgress
@@ -137,6 +138,64 @@ def test_one_rebuild_at_a_time_and_a_dead_rebuilds_lock_is_taken_over(factory: B
     backend.client.indices.create(index=lock, body={"mappings": {"_meta": holder}})
     with backend.exclusive_change("rebuild"):  # the process holding it is gone: the lock is stale
         pass
+
+
+@pytest.mark.reliability
+def test_a_lock_whose_lease_ran_out_is_taken_over_from_any_machine_and_a_live_one_is_kept(
+    factory: BackendFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A change that died on another machine held every change of the alias until someone deleted
+    its lock by hand: its lease now runs out. One that renews its lease keeps the lock."""
+    settings = factory.settings()
+    backend = OpenSearchBackend(settings)
+    lock = f"{settings.opensearch_index}-rebuild-lock"
+    elsewhere = {"kind": "write", "host": "another-machine", "pid": 1, "token": "theirs", "started": "earlier"}
+    backend.client.indices.create(index=lock)
+    backend.client.index(index=lock, id="holder", body={**elsewhere, "lease_until": time.time() + 600})
+    with pytest.raises(RebuildInProgress, match=r"pid 1 on another-machine.*taken over 150 s after its last renewal"):
+        with backend.exclusive_change("rebuild"):
+            pass
+    backend.client.index(index=lock, id="holder", body={**elsewhere, "lease_until": time.time() - 600})
+    with backend.exclusive_change("rebuild"):
+        assert backend.client.get(index=lock, id="holder")["_source"]["host"] == socket.gethostname()
+    assert "taking over the change lock" in caplog.text and "another-machine" in caplog.text
+    assert not backend.client.indices.exists(index=lock)
+
+
+@pytest.mark.reliability
+def test_a_change_renews_its_lease_while_it_runs(factory: BackendFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(generations, "LEASE_SECONDS", 2.0)
+    monkeypatch.setattr(generations, "CLOCK_SKEW_SECONDS", 0.0)
+    settings = factory.settings()
+    lock = f"{settings.opensearch_index}-rebuild-lock"
+    backend = OpenSearchBackend(settings)
+    with backend.exclusive_change("rebuild"):
+        first = backend.client.get(index=lock, id="holder")["_source"]["lease_until"]
+        time.sleep(3.0)  # past the first lease: only a renewal keeps the lock
+        with pytest.raises(RebuildInProgress), OpenSearchBackend(settings).exclusive_change("write", "searchsvc add"):
+            pass
+        assert backend.client.get(index=lock, id="holder")["_source"]["lease_until"] > first
+
+
+@pytest.mark.reliability
+def test_of_two_taking_over_a_lock_one_wins_and_a_holder_that_lost_its_lock_leaves_it(
+    factory: BackendFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The holder document is written by compare-and-set: two processes that both found the lease
+    run out cannot both write over the version they read."""
+    settings = factory.settings()
+    backend = OpenSearchBackend(settings)
+    lock = f"{settings.opensearch_index}-rebuild-lock"
+    with backend.exclusive_change("rebuild"):
+        found = backend.client.get(index=lock, id="holder")
+        version = (found["_seq_no"], found["_primary_term"])
+        taker = backend.generations
+        assert taker._write_holder(lock, {"token": "first", "lease_until": time.time() + 600}, version) is not None
+        assert taker._write_holder(lock, {"token": "second", "lease_until": time.time() + 600}, version) is None
+        assert taker._renew(lock, {"token": "ours"}, [version]) is False  # the holder learns it lost the lock
+    assert "no longer this change's" in caplog.text
+    assert backend.client.get(index=lock, id="holder")["_source"]["token"] == "first"  # not deleted by the loser
+    backend.client.indices.delete(index=lock)
 
 
 def test_the_command_line_rebuilds_and_searches_the_cluster(factory: BackendFactory) -> None:

@@ -6,9 +6,12 @@ one `_aliases` call, so searches see the old index or the new one, never a parti
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,6 +32,13 @@ _REPLICAS_WAIT = 120  # seconds, for the new index's replicas before the alias m
 # How long a search trusts the last check that the published index is one this version reads.
 # An index of another version is published only by another version's rebuild, so this is rare.
 SERVING_CHECK_SECONDS = 10.0
+# The change lock's lease: renewed every quarter of it while the change runs, taken over once it has
+# run out by more than the skew allowed between the machines' clocks (NTP keeps them far closer).
+LEASE_SECONDS = 120.0
+CLOCK_SKEW_SECONDS = 30.0
+log = logging.getLogger(__name__)
+_HOLDER = "holder"  # the lock's one document
+_Version = tuple[int, int]  # a document's sequence number and primary term, for compare-and-set
 
 
 class Generations:
@@ -49,55 +59,93 @@ class Generations:
     @contextmanager
     def exclusive(self, kind: str, by: str) -> Iterator[None]:
         """One change (a rebuild or a write: `kind`, `by` which one) per alias at a time, across
-        machines: a lock index only one can create, which records who holds it."""
+        machines: a lock index only one can create, holding a document that says who holds it and
+        until when (a lease, renewed while the change runs, so a holder that dies on any machine
+        frees it). The document is written only by compare-and-set (its sequence number): of two
+        processes taking over a lock run out, one wins."""
         lock = f"{self.alias}-rebuild-lock"
-        holder = {"kind": kind, "by": by, "host": socket.gethostname(), "pid": os.getpid(), "started": now()}
+        holder = {
+            "kind": kind,
+            "by": by,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": now(),
+            "token": secrets.token_hex(8),  # this holder's, whatever the host and pid
+            "lease_until": time.time() + LEASE_SECONDS,
+        }
         with cluster_errors(self.where):
-            if not self._take_lock(lock, holder):
+            held = self._take_lock(lock, holder)
+            if held is None:
                 raise self._refused(lock)
+        versions = [held]  # the holder document's current version
+        renewing = _Renewal(lambda: self._renew(lock, holder, versions))
         try:
             with cluster_errors(self.where):
                 self.prune(keep=None)  # indices left by a rebuild that was killed
             yield
         finally:
+            renewing.stop()
             with cluster_errors(self.where):
-                self.client.indices.delete(index=lock, ignore_unavailable=True)
+                if self._lock_holder(lock)[0].get("token") == holder["token"]:  # not taken over meanwhile
+                    self.client.indices.delete(index=lock, ignore_unavailable=True)
 
-    def _take_lock(self, lock: str, holder: dict[str, Any]) -> bool:
+    def _take_lock(self, lock: str, holder: dict[str, Any]) -> _Version | None:
+        """Create the lock, or take over one whose holder is gone; the holder document's version, or
+        None when another holds it."""
         body = {"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": {"_meta": holder}}
-        for _attempt in range(2):
-            try:
-                self.client.indices.create(index=lock, body=body)
-                return True
-            except os_errors.RequestError as exc:
-                if exc.error != "resource_already_exists_exception":
-                    raise
-            if not self._lock_is_stale(lock):
-                return False
-            self.client.indices.delete(index=lock, ignore_unavailable=True)
-        return False
-
-    def _lock_holder(self, lock: str) -> dict[str, Any]:
-        found: dict[str, Any] = self.client.indices.get_mapping(index=lock, ignore=404)
-        meta = found.get(lock, {}).get("mappings", {}).get("_meta", {})
-        return meta if isinstance(meta, dict) else {}
-
-    def _lock_is_stale(self, lock: str) -> bool:
-        """A lock taken on this machine by a process that no longer runs (a killed rebuild)."""
-        holder = self._lock_holder(lock)
-        if holder.get("host") != socket.gethostname():
-            return False
         try:
-            pid = int(holder.get("pid", 0))
-        except (TypeError, ValueError):
+            self.client.indices.create(index=lock, body=body)
+        except os_errors.RequestError as exc:
+            if exc.error != "resource_already_exists_exception":
+                raise
+            found, version = self._lock_holder(lock)
+            if not _is_stale(found):
+                return None
+            log.warning("taking over the change lock of %s from a holder gone: %s", self.alias, found)
+        else:
+            version = None  # the document is written next; the index's record says who holds it until then
+        return self._write_holder(lock, holder, version)
+
+    def _write_holder(self, lock: str, holder: dict[str, Any], version: _Version | None) -> _Version | None:
+        """Write `holder` over the document at `version` (None: where there is none yet); its new
+        version, or None if another wrote it first."""
+        try:
+            if version is None:
+                written = self.client.create(index=lock, id=_HOLDER, body=holder)
+            else:
+                written = self.client.index(
+                    index=lock, id=_HOLDER, body=holder, params={"if_seq_no": version[0], "if_primary_term": version[1]}
+                )
+        except os_errors.ConflictError:
+            return None
+        return int(written["_seq_no"]), int(written["_primary_term"])
+
+    def _renew(self, lock: str, holder: dict[str, Any], held: list[_Version]) -> bool:
+        """Extend `holder`'s lease; False (and said) if the lock is no longer its own."""
+        holder["lease_until"] = time.time() + LEASE_SECONDS
+        version = self._write_holder(lock, holder, held[-1])
+        if version is None:
+            log.error("the change lock of %s is no longer this change's: its lease was not renewed in time", self.alias)
             return False
-        return pid > 0 and not running(pid)
+        held[0] = version
+        return True
+
+    def _lock_holder(self, lock: str) -> tuple[dict[str, Any], _Version | None]:
+        """Who holds `lock` and the version of the document saying so; an older lock's (or one whose
+        document is not written yet) from the index's record, without a version."""
+        found: dict[str, Any] = self.client.get(index=lock, id=_HOLDER, ignore=404)
+        if found.get("found") and isinstance(found.get("_source"), dict):
+            return found["_source"], (int(found["_seq_no"]), int(found["_primary_term"]))
+        mapping: dict[str, Any] = self.client.indices.get_mapping(index=lock, ignore=404)
+        meta = mapping.get(lock, {}).get("mappings", {}).get("_meta", {})
+        return (meta if isinstance(meta, dict) else {}), None
 
     def _refused(self, lock: str) -> RebuildInProgress:
         return RebuildInProgress.held_by(
-            self._lock_holder(lock),
+            self._lock_holder(lock)[0],
             f"alias {self.alias!r}",
-            f"if it died on another machine, delete the index {lock!r}",
+            f"try again when it ends; if it died, its lock is taken over {LEASE_SECONDS + CLOCK_SKEW_SECONDS:.0f} s "
+            "after its last renewal",
         )
 
     # Loading and publishing -----------------------------------------------------------
@@ -186,6 +234,45 @@ class Generations:
         for index in existing:
             if self._generation.fullmatch(index) and index not in serving:
                 self.client.indices.delete(index=index, ignore_unavailable=True)
+
+
+def _is_stale(holder: dict[str, Any]) -> bool:
+    """A lock whose holder is gone: its lease ran out (past the clocks' allowed skew), or it was
+    taken on this machine by a process that no longer runs (a killed change, at once)."""
+    lease = holder.get("lease_until")
+    if isinstance(lease, int | float) and time.time() > lease + CLOCK_SKEW_SECONDS:
+        return True
+    if holder.get("host") != socket.gethostname():
+        return False
+    try:
+        pid = int(holder.get("pid", 0))
+    except (TypeError, ValueError):
+        return False
+    return pid > 0 and not running(pid)
+
+
+class _Renewal:
+    """`renew()` every `LEASE_SECONDS / 4` in a thread of its own until stopped, or until it says
+    the lock is no longer its holder's. A failed renewal is logged and tried again: a cluster out
+    of reach for a whole lease fails the change's own requests too."""
+
+    def __init__(self, renew: Callable[[], bool]) -> None:
+        self._renew = renew
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="searchsvc-lock-lease", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(LEASE_SECONDS / 4):
+            try:
+                if not self._renew():
+                    return
+            except Exception as exc:  # the cluster out of reach for a moment: the next turn tries again
+                log.warning("could not renew the change lock's lease: %s: %s", type(exc).__name__, exc)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
 
 
 def now() -> str:

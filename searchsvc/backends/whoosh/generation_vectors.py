@@ -266,7 +266,7 @@ class GenerationVectors:
         gone = gone[previous._found[gone]]
         if len(gone) and len(new):
             at, there = rows_of(previous._keys[gone], self._keys[new])
-            rows = previous._on_demand or previous._segment_rows()  # its rows read whole, or not yet
+            rows = previous._segment_rows() if previous._on_demand is None else previous._on_demand
             self._write(new[there], rows[gone[at[there]]])  # each found
             self._found[new[there]] = True
 
