@@ -121,9 +121,10 @@ class Generations:
         return int(written["_seq_no"]), int(written["_primary_term"])
 
     def _renew(self, lock: str, holder: dict[str, Any], held: list[_Version]) -> bool:
-        """Extend `holder`'s lease; False (and said) if the lock is no longer its own."""
+        """Extend `holder`'s lease over `held[0]`, the version it last wrote (then the new one);
+        False (and said) if the lock is no longer its own."""
         holder["lease_until"] = time.time() + LEASE_SECONDS
-        version = self._write_holder(lock, holder, held[-1])
+        version = self._write_holder(lock, holder, held[0])
         if version is None:
             log.error("the change lock of %s is no longer this change's: its lease was not renewed in time", self.alias)
             return False
