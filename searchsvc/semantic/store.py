@@ -337,14 +337,34 @@ def _base_index(path: Path) -> _BaseIndex | None:
     kept = _BASE_KEYS.get(path)
     if kept is None or kept.stamp != key:
         try:
-            with path.open("rb") as stream, np.load(stream, allow_pickle=False) as data:
-                keys = data["keys"]
+            with path.open("rb") as stream:
+                index = _keys_index(stream)
         except _UNREADABLE:
             return None
-        if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
+        if index is None:
             return None
-        kept = _BASE_KEYS[path] = _BaseIndex(key, keys, np.argsort(keys))
+        kept = _BASE_KEYS[path] = index
     return kept
+
+
+def _keys_index(stream: BinaryIO) -> _BaseIndex | None:
+    """The keys of the store file open as `stream`, read alone (an .npz member is read by itself),
+    with the file's stamp; None if the file holds no store's keys."""
+    stamp = _file_stamp(stream)
+    data = np.load(stream, allow_pickle=False)
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        return None
+    with data:
+        keys = data["keys"]
+    if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
+        return None
+    return _BaseIndex(stamp, keys, np.argsort(keys))
+
+
+def _file_stamp(stream: BinaryIO) -> tuple[int, int, int]:
+    """The open file's inode, mtime and size: another file, or this one rewritten, has another."""
+    info = os.fstat(stream.fileno())
+    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _fill_from_base(path: Path, keys: np.ndarray, vectors: np.ndarray, found: np.ndarray) -> None:
@@ -362,7 +382,7 @@ def _fill_from_base(path: Path, keys: np.ndarray, vectors: np.ndarray, found: np
         return
     rows = at[there]
     count = len(index.keys)
-    read = _read_rows(path, index.stamp, rows, count) if len(rows) <= _FEW_ROWS * count else None
+    read = _read_rows(path, index, rows) if len(rows) <= _FEW_ROWS * count else None
     if read is None:
         _fill(load_file(path), keys, vectors, found)
         return
@@ -370,17 +390,14 @@ def _fill_from_base(path: Path, keys: np.ndarray, vectors: np.ndarray, found: np
     found[wanted[there]] = True
 
 
-def _read_rows(path: Path, stamp: tuple[int, int, int], rows: np.ndarray, count: int) -> np.ndarray | None:
-    """The vectors at `rows` of the base, whose keys `stamp` was read with, each read by itself;
-    None where that cannot be done (another layout, the file replaced or cut short, a value not
-    finite): then read it whole."""
+def _read_rows(path: Path, index: _BaseIndex, rows: np.ndarray) -> np.ndarray | None:
+    """The vectors at `rows` of the base, whose keys `index` holds, each read by itself; None where
+    that cannot be done (another layout, the file replaced or cut short, a value not finite): then
+    read it whole."""
     try:
-        with path.open("rb") as stream:
-            info = os.fstat(stream.fileno())
-            if (info.st_ino, info.st_mtime_ns, info.st_size) != stamp:
-                return None
-            start = _rows_start(stream, count)
-            return None if start is None else _pread_rows(stream.fileno(), start, rows)
+        held = _hold(path, index)
+        with held.stream:
+            return _pread_rows(held.stream.fileno(), held.start, rows)
     except _UNREADABLE:
         return None
 
@@ -506,15 +523,12 @@ def _hold(path: Path, index: _BaseIndex | None) -> _HeldFile:
     process) if the file is still the one they were read from, else read now."""
     stream = path.open("rb")
     try:
-        info = os.fstat(stream.fileno())
-        if index is not None and (info.st_ino, info.st_mtime_ns, info.st_size) != index.stamp:
-            raise ValueError(f"{path} replaced since its keys were read")
         if index is None:
-            with np.load(stream, allow_pickle=False) as data:
-                keys = data["keys"]
-            if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
-                raise ValueError(f"{path}: keys are {keys.dtype} {keys.shape}")
-            index = _BaseIndex((info.st_ino, info.st_mtime_ns, info.st_size), keys, np.argsort(keys))
+            index = _keys_index(stream)
+            if index is None:
+                raise ValueError(f"{path} holds no store's keys")
+        elif _file_stamp(stream) != index.stamp:
+            raise ValueError(f"{path} replaced since its keys were read")
         start = _rows_start(stream, len(index.keys))
         if start is None:
             raise ValueError(f"{path} is not laid out as np.savez writes a store")
