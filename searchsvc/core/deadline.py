@@ -68,16 +68,13 @@ class Deadline:
             self._pause_handing_on_the_turn(_pause)
 
     def _pause_handing_on_the_turn(self, pause: Callable[[], None]) -> None:
-        turn = self._turn
-        if turn is None:
-            with self.spending("in pauses for the worker's other requests"):
-                pause()
-            return
-        self._turn = None
-        turn.release()
+        turn, self._turn = self._turn, None
+        if turn is not None:
+            turn.release()
         with self.spending("in pauses for the worker's other requests"):
             pause()
-        self._take(turn)
+        if turn is not None:
+            self._take(turn)
 
     @contextmanager
     def spending(self, on: str) -> Iterator[None]:
