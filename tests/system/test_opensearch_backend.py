@@ -192,7 +192,7 @@ def test_of_two_taking_over_a_lock_one_wins_and_a_holder_that_lost_its_lock_leav
         taker = backend.generations
         assert taker._write_holder(lock, {"token": "first", "lease_until": time.time() + 600}, version) is not None
         assert taker._write_holder(lock, {"token": "second", "lease_until": time.time() + 600}, version) is None
-        assert taker._renew(lock, {"token": "ours"}, [version]) is False  # the holder learns it lost the lock
+        assert taker._renew(lock, {"token": "ours"}, version) is None  # the holder learns it lost the lock
     assert "no longer this change's" in caplog.text
     assert backend.client.get(index=lock, id="holder")["_source"]["token"] == "first"  # not deleted by the loser
     backend.client.indices.delete(index=lock)

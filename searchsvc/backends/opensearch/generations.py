@@ -77,8 +77,7 @@ class Generations:
             held = self._take_lock(lock, holder)
             if held is None:
                 raise self._refused(lock)
-        versions = [held]  # the holder document's current version
-        renewing = _Renewal(lambda: self._renew(lock, holder, versions))
+        renewing = _Renewal(lambda version: self._renew(lock, holder, version), held)
         try:
             with cluster_errors(self.where):
                 self.prune(keep=None)  # indices left by a rebuild that was killed
@@ -120,16 +119,14 @@ class Generations:
             return None
         return int(written["_seq_no"]), int(written["_primary_term"])
 
-    def _renew(self, lock: str, holder: dict[str, Any], held: list[_Version]) -> bool:
-        """Extend `holder`'s lease over `held[0]`, the version it last wrote (then the new one);
-        False (and said) if the lock is no longer its own."""
+    def _renew(self, lock: str, holder: dict[str, Any], version: _Version) -> _Version | None:
+        """Extend `holder`'s lease over `version`, the one it last wrote; the new version, or None
+        (and said) if the lock is no longer its own."""
         holder["lease_until"] = time.time() + LEASE_SECONDS
-        version = self._write_holder(lock, holder, held[0])
-        if version is None:
+        renewed = self._write_holder(lock, holder, version)
+        if renewed is None:
             log.error("the change lock of %s is no longer this change's: its lease was not renewed in time", self.alias)
-            return False
-        held[0] = version
-        return True
+        return renewed
 
     def _lock_holder(self, lock: str) -> tuple[dict[str, Any], _Version | None]:
         """Who holds `lock` and the version of the document saying so; an older lock's (or one whose
@@ -253,12 +250,14 @@ def _is_stale(holder: dict[str, Any]) -> bool:
 
 
 class _Renewal:
-    """`renew()` every `LEASE_SECONDS / 4` in a thread of its own until stopped, or until it says
-    the lock is no longer its holder's. A failed renewal is logged and tried again: a cluster out
-    of reach for a whole lease fails the change's own requests too."""
+    """`renew(version)` every `LEASE_SECONDS / 4` in a thread of its own, over the version it last
+    wrote (from `version`), until stopped or until it gives none (the lock is no longer its
+    holder's). A failed renewal is logged and tried again: a cluster out of reach for a whole lease
+    fails the change's own requests too."""
 
-    def __init__(self, renew: Callable[[], bool]) -> None:
+    def __init__(self, renew: Callable[[_Version], _Version | None], version: _Version) -> None:
         self._renew = renew
+        self._version = version
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="searchsvc-lock-lease", daemon=True)
         self._thread.start()
@@ -266,10 +265,13 @@ class _Renewal:
     def _run(self) -> None:
         while not self._stopped.wait(LEASE_SECONDS / 4):
             try:
-                if not self._renew():
-                    return
+                renewed = self._renew(self._version)
             except Exception as exc:  # the cluster out of reach for a moment: the next turn tries again
                 log.warning("could not renew the change lock's lease: %s: %s", type(exc).__name__, exc)
+                continue
+            if renewed is None:
+                return
+            self._version = renewed
 
     def stop(self) -> None:
         self._stopped.set()
