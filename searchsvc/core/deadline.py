@@ -39,7 +39,8 @@ _pause: Callable[[], None] | None = None
 
 
 def pause_searches_with(pause: Callable[[], None] | None) -> None:
-    """Have every deadline check call `pause` (e.g. `gevent.sleep`) after `PAUSE_EVERY_S` of work since the last."""
+    """Have every deadline check call `pause` after `PAUSE_EVERY_S` of work since the last (under
+    gevent, one round of the event loop: web/cooperative.py)."""
     global _pause
     _pause = pause
 

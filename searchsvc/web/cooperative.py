@@ -16,14 +16,33 @@ _T = TypeVar("_T")
 
 def pause_searches_for_other_connections() -> None:
     """From now on a search in this process pauses at its deadline checks until the event loop
-    has polled its sockets and served what is ready (a /healthz, a slow client's next header).
+    has polled its sockets once and served what was ready (a /healthz, a slow client's next header).
 
-    `gevent.idle`, not `gevent.sleep(0)`: sleep(0) resumes the search before the loop polls,
-    so a /healthz waited about a second behind a 2 s search; with idle() it waited ~50 ms.
+    Neither of gevent's own pauses does that. `gevent.sleep(0)` resumes the search before the loop
+    polls, so a /healthz waited about a second behind a 2 s search. `gevent.idle()` resumes it
+    only once a poll finds nothing ready: while the worker's other clients kept it busy with cheap
+    searches, a search paused in it for 7.3 s and answered 503 (CI, issue #30). So a pause waits on
+    a check watcher, which the loop runs after every poll, with an idle watcher active so that
+    the poll does not block: back after one round, however busy or quiet the worker.
     """
     import gevent  # only a gevent worker calls this
 
-    pause_searches_with(gevent.idle)
+    def after_one_poll() -> None:
+        loop = gevent.get_hub().loop
+        polled, keeps_polling = loop.check(), loop.idle()
+        keeps_polling.start(_nothing)
+        try:
+            gevent.get_hub().wait(polled)
+        finally:
+            keeps_polling.stop()
+            keeps_polling.close()
+            polled.close()
+
+    pause_searches_with(after_one_poll)
+
+
+def _nothing() -> None:
+    """An idle watcher's callback: it is there to keep the loop from blocking, not to run anything."""
 
 
 Change = Callable[..., _T]  # a change made on a backend: `change(backend, **arguments)`

@@ -4,6 +4,8 @@ run in processes of their own."""
 from __future__ import annotations
 
 import os
+import socket
+import sys
 import time
 from collections.abc import Iterator
 
@@ -60,6 +62,72 @@ def test_a_connection_ready_to_read_is_served_while_a_search_computes(pausing: N
     server.close()
     assert finished["other"] < finished["search"]
     assert finished["other"] - started < 0.25  # served within a few pauses, not after the search
+
+
+# Three clients in a process of their own (so the worker's loop does not decide when they send):
+# each sends its next request the moment the last is answered, until the worker closes.
+_CLIENTS = """
+import socket, sys, threading
+def client(fd):
+    with socket.socket(fileno=fd) as end:
+        try:
+            while True:
+                end.sendall(b"?")
+                if not end.recv(1):
+                    return
+        except OSError:
+            return
+threads = [threading.Thread(target=client, args=(int(fd),)) for fd in sys.argv[1:]]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+def test_a_search_pausing_among_busy_connections_gets_back_after_one_round_of_them(pausing: None) -> None:
+    """Issue #30: three clients each send their next request the moment the last is answered (3 ms
+    of work each, as cheap searches are), so some socket is ready at nearly every poll. A pause
+    that waited for a poll finding nothing ready (`gevent.idle`) did not end: in CI a search spent
+    7.3 s of its 5 s budget in such pauses. Each pause must end after one round of the others."""
+    served = [0]
+
+    def connection(end: gevent_socket.socket) -> None:
+        with end:
+            while end.recv(1):
+                work_until = time.monotonic() + 0.003
+                while time.monotonic() < work_until:
+                    pass
+                served[0] += 1
+                end.sendall(b"!")
+
+    def search() -> int:
+        """0.3 s of work with the deadline checked throughout: the requests served meanwhile."""
+        deadline, before, worked = Deadline(60_000), served[0], 0.0
+        while worked < 0.3:
+            started = time.monotonic()
+            while time.monotonic() - started < 0.001:
+                pass
+            worked += time.monotonic() - started
+            deadline.check()
+        return served[0] - before
+
+    pairs = [socket.socketpair() for _ in range(3)]
+    theirs = [end.fileno() for _, end in pairs]
+    clients = gevent_subprocess.Popen([sys.executable, "-c", _CLIENTS, *map(str, theirs)], pass_fds=theirs)
+    for _, end in pairs:
+        end.close()
+    connections = [gevent.spawn(connection, gevent_socket.socket(fileno=ours.detach())) for ours, _ in pairs]
+    try:
+        gevent.sleep(0.5)  # every connection busy
+        searching = gevent.spawn(search)
+        searching.join(timeout=20)
+        searching.kill()  # still pausing, if its pauses never end
+    finally:
+        gevent.killall(connections)  # closing the worker's ends ends the clients
+        clients.wait(timeout=10)
+    assert searching.successful(), "the search's pauses did not end while the other connections kept the loop busy"
+    assert searching.value > 0  # and they were served meanwhile, not only after it
 
 
 def test_a_cheap_search_runs_in_the_pauses_of_a_costly_one_it_shares_a_turn_with(pausing: None) -> None:
