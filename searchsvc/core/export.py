@@ -1,9 +1,10 @@
-"""Paper records → downloads for reference managers (BibTeX), spreadsheets (CSV) and re-import (JSON lines).
+"""Paper records → downloads for reference managers (BibTeX, RIS), spreadsheets (CSV) and re-import (JSON lines).
 
 Each writer streams one `str` chunk per paper (CSV adds a header chunk first), so a web route can send an
 export of any size without holding it in memory. Every format is made safe for whatever text a record holds:
 JSON lines re-import with `searchsvc rebuild`, BibTeX entries always parse (special characters are escaped,
-braces stay balanced), and CSV cells cannot run as spreadsheet formulas yet re-import as they were.
+braces stay balanced), RIS values stay on their tag's line, and CSV cells cannot run as spreadsheet formulas
+yet re-import as they were.
 """
 
 from __future__ import annotations
@@ -182,6 +183,38 @@ def _entry(paper: Paper, key: str) -> str:
     return f"@misc{{{key},\n{body}\n}}\n"
 
 
+def _write_ris(papers: Iterable[Paper]) -> Iterator[str]:
+    """One `TY … ER` record per paper, as Zotero, EndNote and Mendeley import them."""
+    for paper in papers:
+        yield ris_record(paper)
+
+
+def ris_record(paper: Paper) -> str:
+    """The paper as one RIS record (`GEN`: the record does not say whether it appeared in a journal,
+    at a conference or only as a preprint). Each value is folded onto its tag's one line, so no text
+    can start a tag of its own; authors are written "Surname, Given", as RIS readers expect."""
+    ids = paper.identifiers
+    lines = [
+        ("TY", "GEN"),
+        ("TI", paper.title),
+        *(("AU", _surname_first(name)) for name in paper.authors),
+        *([("PY", str(paper.year))] if paper.year is not None else []),
+        *([("AB", paper.abstract)] if paper.abstract else []),
+        *(("KW", subject) for subject in paper.subjects),
+        *([("DO", ids.doi)] if ids.doi else []),
+        *([("UR", ids.url)] if ids.url else []),
+        *([("UR", f"https://arxiv.org/abs/{ids.arxiv}")] if ids.arxiv else []),
+        ("N1", f"searchsvc id: {paper.id}"),
+    ]
+    return "".join(f"{tag}  - {' '.join(value.split())}\n" for tag, value in lines) + "ER  - \n\n"
+
+
+def _surname_first(name: str) -> str:
+    """ "Given Surname" as "Surname, Given" (a name with a comma, or of one word, as it is)."""
+    words = name.split()
+    return name if "," in name or len(words) < 2 else f"{words[-1]}, {' '.join(words[:-1])}"
+
+
 def _escape(text: str) -> str:
     """`text` as a braced BibTeX value: special characters escaped, whitespace folded onto one line.
 
@@ -242,5 +275,6 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
         ExportFormat("bibtex", "BibTeX", "application/x-bibtex; charset=utf-8", "bib", _write_bibtex),
         ExportFormat("csv", "CSV", "text/csv; charset=utf-8", "csv", _write_csv),
         ExportFormat("jsonl", "JSON lines", "application/x-ndjson; charset=utf-8", "jsonl", _write_jsonl),
+        ExportFormat("ris", "RIS", "application/x-research-info-systems; charset=utf-8", "ris", _write_ris),
     )
 }

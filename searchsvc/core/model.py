@@ -52,8 +52,11 @@ class FacetLookupRequest:
 
 @dataclass(frozen=True)
 class ExportRequest:
+    """A download: the papers `ids` names, in that order, or else the results of `search`."""
+
     search: SearchRequest
     format: str
+    ids: tuple[str, ...] = ()
 
 
 @dataclass

@@ -9,7 +9,7 @@ offering are decided here and in `core/`, so both engines give the same pages by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -56,6 +56,16 @@ def export(backend: Backend, request: SearchRequest, limit: int) -> list[Paper]:
     deadline, tree = budget(backend.settings.search_time_limit_ms), _parsed(backend.settings, whole)
     with backend.answer(whole, tree, deadline, "export") as answer:
         return answer.papers(_ranked(answer, whole, tree, backend.settings, deadline))
+
+
+def chosen(backend: Backend, ids: Sequence[str]) -> list[Paper]:
+    """The papers `ids` names, in that order (an unknown one is `PaperNotFound`, named): what a
+    reader picked to cite, looked up one by one within the request's one deadline."""
+    deadline, papers = budget(backend.settings.search_time_limit_ms), []
+    for paper_id in ids:
+        deadline.check()
+        papers.append(backend.paper(paper_id))
+    return papers
 
 
 def facet_values(backend: Backend, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:

@@ -114,16 +114,21 @@ def facet_values(name: str) -> Response:
 @blueprint.get("/export")
 @documented(
     Operation(
-        "The search's results as a download (BibTeX, CSV or JSON lines), up to the export limit",
+        "Chosen papers, or a search's results up to the export limit, as a download (BibTeX, RIS, CSV or JSON lines)",
         params=ExportRequestSchema,
         download_types=tuple(chosen.media_type for chosen in EXPORT_FORMATS.values()),
-        errors=(400, 503),
+        errors=(400, 404, 503),
     )
 )
 def export() -> Response:
     settings = service().settings
     wanted = load_params(ExportRequestSchema(settings), request.args)
-    papers = searching.export(service().backend, wanted.search, settings.max_export)
+    backend = service().backend
+    papers = (
+        searching.chosen(backend, wanted.ids)
+        if wanted.ids
+        else searching.export(backend, wanted.search, settings.max_export)
+    )
     chosen = EXPORT_FORMATS[wanted.format]
     return Response(
         chosen.write(papers),

@@ -14,6 +14,7 @@ from marshmallow import Schema, ValidationError, fields, post_dump, post_load, v
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
+from searchsvc.core.paper import id_problem
 from searchsvc.core.suggestions import KINDS
 from searchsvc.core.text import one_line
 from searchsvc.settings import Settings
@@ -158,16 +159,46 @@ class AuthorRequestSchema(SearchRequestSchema):
         return self._search_request({**data, "q": "", "author": []})
 
 
+_SEARCH_FILTERS = ("q", "subject", "author", "year_from", "year_to")  # what an export by id leaves out
+
+
+def _paper_id(paper_id: str) -> None:
+    """A value that could be a paper's id (`core.paper.id_problem`), or the reason it cannot."""
+    problem = id_problem(paper_id)
+    if problem:
+        raise ValidationError(f"Not a paper id: {problem}.")
+
+
 class ExportRequestSchema(SearchRequestSchema):
-    """An export: a format and the search whose results (up to `max_export`) it downloads."""
+    """An export: a format, and the papers chosen by id or else the search whose results (up to
+    `max_export`) it downloads."""
 
     format = fields.String(required=True, validate=validate.OneOf(sorted(EXPORT_FORMATS)))
+    id = fields.List(
+        fields.String(validate=_paper_id),
+        load_default=list,
+        metadata={"description": "A paper to export (repeatable): exactly these, in this order, instead of a search."},
+    )
 
     class Meta:
         exclude = ("page", "per_page")
 
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        _limit(self, "id", validate.Length(max=settings.max_export, error="More than {max} values: the export limit."))
+
+    @validates_schema
+    def _check_chosen(self, data: dict[str, Any], **_: Any) -> None:
+        chosen = data["id"]
+        twice = sorted({paper_id for paper_id in chosen if chosen.count(paper_id) > 1})
+        if twice:
+            raise ValidationError(f"Given more than once: {', '.join(twice)}.", "id")
+        searched = [name for name in _SEARCH_FILTERS if data.get(name)]
+        if chosen and searched:
+            raise ValidationError(f"Give papers by id or a search ({', '.join(searched)}), not both.", "id")
+
     def _build(self, data: dict[str, Any]) -> ExportRequest:
-        return ExportRequest(self._search_request(data), format=data["format"])
+        return ExportRequest(self._search_request(data), format=data["format"], ids=tuple(data["id"]))
 
 
 def load_params(schema: Schema, params: Mapping[str, Any]) -> Any:

@@ -12,8 +12,10 @@ import csv
 import io
 import json
 from collections import Counter
+from html.parser import HTMLParser
 
 import pytest
+import rispy
 from flask.testing import FlaskClient
 
 from tests.helpers.apps import error_of
@@ -333,6 +335,80 @@ def test_identifiers_are_served_linked_and_exported(build: Build) -> None:
     assert (records["a"]["arxiv"], records["c"]["url"]) == ("1909.02107", None)
     bibtex = client.get("/api/export?format=bibtex&q=lattice+one").get_data(as_text=True)
     assert "doi = {10.5555/abc}" in bibtex and "eprint = {1909.02107}" in bibtex and "archivePrefix = {arXiv}" in bibtex
+
+
+class _MetaTags(HTMLParser):
+    """The `<meta name=… content=…>` tags of a page, in order, as (name, content)."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, str]] = []
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "meta" and values.get("name"):
+            self.tags.append((values["name"] or "", values.get("content") or ""))
+
+
+_CITED = [
+    {
+        "id": "a",
+        "title": 'Lattice one: "quoted" <b>bold</b>',
+        "authors": ["Maxim Naumov", "Zoë Müller"],
+        "year": 2020,
+        "arxiv": "arXiv:1909.02107v3",
+        "doi": "https://doi.org/10.5555/ABC",
+    },
+    {"id": "b", "title": "Lattice two", "authors": ["Plato"], "year": 2019},
+    {"id": "c", "title": "Lattice three"},
+]
+
+
+def test_chosen_papers_are_exported_in_the_order_given(build: Build) -> None:
+    """Issue #31: `id=` (repeatable) exports exactly the papers a reader chose, in their order."""
+    client = build(_CITED).test_client()
+    chosen = client.get("/api/export?format=jsonl&id=c&id=a")
+    assert chosen.status_code == 200 and chosen.headers["X-Export-Count"] == "2"
+    assert [json.loads(line)["id"] for line in chosen.get_data(as_text=True).splitlines()] == ["c", "a"]
+    unknown = error_of(client, "/api/export?format=ris&id=a&id=nope", 404)
+    assert "'nope'" in unknown["message"]
+    assert error_of(client, "/api/export?format=ris&id=a&id=a", 400)["details"] == {"id": ["Given more than once: a."]}
+    assert error_of(client, "/api/export?format=ris&id=a&q=lattice", 400)["details"] == {
+        "id": ["Give papers by id or a search (q), not both."]
+    }
+    assert list(error_of(client, "/api/export?format=ris&id=a/../b", 400)["details"]) == ["id"]
+
+
+def test_ris_export_reads_back_with_a_ris_parser(build: Build) -> None:
+    client = build(_CITED).test_client()
+    ris = client.get("/api/export?format=ris&q=lattice&sort=oldest")
+    assert ris.mimetype == "application/x-research-info-systems"
+    assert ris.headers["Content-Disposition"] == 'attachment; filename="searchsvc-export.ris"'
+    records = rispy.loads(ris.get_data(as_text=True))
+    assert [(r["title"], r.get("authors"), r.get("year"), r.get("doi")) for r in records] == [
+        ("Lattice two", ["Plato"], "2019", None),
+        ('Lattice one: "quoted" <b>bold</b>', ["Naumov, Maxim", "Müller, Zoë"], "2020", "10.5555/abc"),
+        ("Lattice three", None, None, None),
+    ]
+
+
+def test_a_paper_page_carries_the_citation_tags_reference_managers_read(build: Build) -> None:
+    """Issue #31: Highwire `citation_*` tags, as Zotero's connector reads them from arXiv's pages."""
+    client = build(_CITED).test_client()
+    page = client.get("/papers/a").get_data(as_text=True)
+    assert '<b>bold</b>"' not in page  # the title is escaped inside its attribute
+    assert [tag for tag in _MetaTags(page).tags if tag[0].startswith("citation_")] == [
+        ("citation_title", 'Lattice one: "quoted" <b>bold</b>'),
+        ("citation_author", "Maxim Naumov"),
+        ("citation_author", "Zoë Müller"),
+        ("citation_publication_date", "2020"),
+        ("citation_doi", "10.5555/abc"),
+        ("citation_arxiv_id", "1909.02107"),
+        ("citation_abstract_html_url", "/papers/a"),
+    ]
+    bare = [tag for tag in _MetaTags(client.get("/papers/c").get_data(as_text=True)).tags if "citation" in tag[0]]
+    assert bare == [("citation_title", "Lattice three"), ("citation_abstract_html_url", "/papers/c")]
 
 
 def test_invalid_parameters_are_a_400_naming_each_field(client: FlaskClient) -> None:

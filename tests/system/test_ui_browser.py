@@ -349,6 +349,20 @@ def test_paper_page_with_related_papers_and_copy_bibtex(browser: Browser, base: 
         expect(page.locator(".copy-status")).to_have_text("Copied.")
         assert page.evaluate("navigator.clipboard.readText()") == bibtex
         screenshot(page, "paper")
+        # Issue #31: what a reference manager reads from the page, and the citation as files.
+        tags = page.locator('head meta[name^="citation_"]')
+        assert tags.first.get_attribute("name") == "citation_title"
+        assert tags.first.get_attribute("content") == title
+        authors = page.locator('head meta[name="citation_author"]').evaluate_all("tags => tags.map(t => t.content)")
+        assert authors and authors == page.locator("article.paper > .meta a.author").all_inner_texts()
+        with page.expect_download() as download:
+            page.get_by_role("link", name="RIS file").click()
+        assert download.value.suggested_filename == "searchsvc-export.ris"
+        ris = Path(download.value.path()).read_text(encoding="utf-8")
+        assert ris.startswith("TY  - GEN\n") and f"TI  - {title}\n" in ris and ris.count("ER  - ") == 1
+        with page.expect_download() as download:
+            page.get_by_role("link", name="BibTeX file").click()
+        assert Path(download.value.path()).read_text(encoding="utf-8") == bibtex.rstrip("\n") + "\n"
 
         follow(page.locator(".related .hit-title a").first)  # related papers lead on
         expect(page.get_by_role("heading", level=1)).not_to_have_text(title)

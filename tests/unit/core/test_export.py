@@ -5,14 +5,17 @@ import io
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import bibtexparser
 import pytest
+import rispy
 from hypothesis import given
 from hypothesis import strategies as st
 
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
+from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, id_problem
 from searchsvc.core.text import one_line
 from searchsvc.ingest.fields import distinct
@@ -80,10 +83,11 @@ def test_formats_are_registered_by_name() -> None:
         "bibtex": ("bibtex", "application/x-bibtex; charset=utf-8", "bib"),
         "csv": ("csv", "text/csv; charset=utf-8", "csv"),
         "jsonl": ("jsonl", "application/x-ndjson; charset=utf-8", "jsonl"),
+        "ris": ("ris", "application/x-research-info-systems; charset=utf-8", "ris"),
     }
 
 
-@pytest.mark.parametrize(("name", "header_chunks"), [("bibtex", 0), ("csv", 1), ("jsonl", 0)])
+@pytest.mark.parametrize(("name", "header_chunks"), [("bibtex", 0), ("csv", 1), ("jsonl", 0), ("ris", 0)])
 def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int) -> None:
     taken: list[str] = []
 
@@ -333,3 +337,61 @@ def test_bibtex_export_parses_with_bibtexparser() -> None:
         "naumov2020compositional",
     ]
     assert unescape(entries[0]["title"][1:-1]) == NASTY_TITLE
+
+
+# RIS --------------------------------------------------------------------------------------------
+
+
+def identified(exported: Paper) -> Paper:
+    return replace(
+        exported,
+        identifiers=Identifiers.of(
+            arxiv="arXiv:2104.05158v2",
+            doi_text="https://doi.org/10.1145/3394486.3403059",
+            url="https://example.org/p?a=1&b=2",
+        ),
+    )
+
+
+def test_ris_reads_back_with_rispy_and_with_our_reader(tmp_path: Path) -> None:
+    """Issue #31: what a reference manager takes; rispy is the RIS parser Python tools use."""
+    papers = [
+        identified(paper(authors=["Maxim Naumov", "Zoë Müller", "Perlis, A. J.", "Plato", "Ludwig van Beethoven"])),
+        paper("No year, nothing else", abstract="", year=None, subjects=[], authors=[]),
+    ]
+    text = export("ris", *papers)
+    first, second = rispy.loads(text)
+    assert first == {
+        "type_of_reference": "GEN",
+        "title": "Compositional Generalization",
+        "authors": ["Naumov, Maxim", "Müller, Zoë", "Perlis, A. J.", "Plato", "Beethoven, Ludwig van"],
+        "year": "2020",
+        "abstract": "An abstract.",
+        "keywords": ["cs.CL", "cs.LG"],
+        "doi": "10.1145/3394486.3403059",
+        "urls": ["https://example.org/p?a=1&b=2", "https://arxiv.org/abs/2104.05158"],
+        "notes": ["searchsvc id: p1"],
+    }
+    assert second == {"type_of_reference": "GEN", "title": "No year, nothing else", "notes": ["searchsvc id: p1"]}
+    path = tmp_path / "export.ris"
+    path.write_text(text, encoding="utf-8")
+    read = list(read_records([path], pytest.fail))
+    assert read[0].authors == ["Maxim Naumov", "Zoë Müller", "A. J. Perlis", "Plato", "Ludwig van Beethoven"]
+    read[0].authors[2] = "Perlis, A. J."  # as every reader gives a "Surname, Given" name
+    assert [(p.title, p.authors, p.year, p.subjects, p.abstract, p.identifiers) for p in read] == [
+        (p.title, p.authors, p.year, p.subjects, p.abstract, p.identifiers) for p in papers
+    ]
+
+
+@FUZZ
+@given(title=_TEXTS.filter(str.strip), abstract=_TEXTS, authors=_ITEMS, subjects=_ITEMS)
+def test_no_text_starts_a_ris_tag_of_its_own(
+    title: str, abstract: str, authors: list[str], subjects: list[str]
+) -> None:
+    """A value is folded onto its tag's line: text holding a line break then `ER  - ` or `TY  - `
+    cannot end the record or start another."""
+    injected = "\nER  - \n\nTY  - JOUR\nTI  - Injected\r\n"
+    exported = paper(title + injected, abstract=abstract + injected, authors=authors, subjects=subjects)
+    (record,) = rispy.loads(export("ris", exported))
+    assert record["title"] == " ".join((title + injected).split())
+    assert record.get("abstract", "") == " ".join((abstract + injected).split())
