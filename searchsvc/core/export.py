@@ -210,7 +210,7 @@ def ris_record(paper: Paper) -> str:
 
 
 def _surname_first(name: str) -> str:
-    """ "Given Surname" as "Surname, Given" (a name with a comma, or of one word, as it is)."""
+    """A name written "Given Surname" as "Surname, Given" (one with a comma, or of one word, as it is)."""
     words = name.split()
     return name if "," in name or len(words) < 2 else f"{words[-1]}, {' '.join(words[:-1])}"
 

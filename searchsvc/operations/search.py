@@ -58,7 +58,7 @@ def export(backend: Backend, request: SearchRequest, limit: int) -> list[Paper]:
         return answer.papers(_ranked(answer, whole, tree, backend.settings, deadline))
 
 
-def chosen(backend: Backend, ids: Sequence[str]) -> list[Paper]:
+def papers_by_id(backend: Backend, ids: Sequence[str]) -> list[Paper]:
     """The papers `ids` names, in that order (an unknown one is `PaperNotFound`, named): what a
     reader picked to cite, looked up one by one within the request's one deadline."""
     deadline, papers = budget(backend.settings.search_time_limit_ms), []

@@ -125,7 +125,7 @@ def export() -> Response:
     wanted = load_params(ExportRequestSchema(settings), request.args)
     backend = service().backend
     papers = (
-        searching.chosen(backend, wanted.ids)
+        searching.papers_by_id(backend, wanted.ids)
         if wanted.ids
         else searching.export(backend, wanted.search, settings.max_export)
     )

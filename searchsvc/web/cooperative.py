@@ -28,11 +28,11 @@ def pause_searches_for_other_connections() -> None:
     import gevent  # only a gevent worker calls this
 
     def after_one_poll() -> None:
-        loop = gevent.get_hub().loop
-        polled, keeps_polling = loop.check(), loop.idle()
+        hub = gevent.get_hub()
+        polled, keeps_polling = hub.loop.check(), hub.loop.idle()
         keeps_polling.start(_nothing)
         try:
-            gevent.get_hub().wait(polled)
+            hub.wait(polled)
         finally:
             keeps_polling.stop()
             keeps_polling.close()
