@@ -6,6 +6,7 @@ and reject the same input with the same messages.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -190,7 +191,7 @@ class ExportRequestSchema(SearchRequestSchema):
     @validates_schema
     def _check_chosen(self, data: dict[str, Any], **_: Any) -> None:
         chosen = data["id"]
-        twice = sorted({paper_id for paper_id in chosen if chosen.count(paper_id) > 1})
+        twice = sorted(paper_id for paper_id, times in Counter(chosen).items() if times > 1)
         if twice:
             raise ValidationError(f"Given more than once: {', '.join(twice)}.", "id")
         searched = [name for name in _SEARCH_FILTERS if data.get(name)]
