@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, word_scores
+from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, postings, word_scores
 from searchsvc.backends.whoosh.compiling import QueryCompiler
 from searchsvc.backends.whoosh.postings import Postings
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS, PAIRED_ABOVE
@@ -140,6 +140,15 @@ def test_numpy_phrases_match_whoosh_across_segments_with_deleted_papers(
     assert len(gen.searcher.leaf_searchers()) > 1 and len(gen.order.deleted) > 50
     requests = _phrase_queries(records, 40) + [SearchRequest(q='"of the machine translation"', per_page=50)]
     assert _compare_paths(backend, requests, monkeypatch) > 30
+
+
+def test_phrases_match_whoosh_with_few_decoded_blocks_kept(updated_backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoded blocks a phrase's positions come from are kept within CACHED_BLOCKS, the least
+    recently used dropped, across segments: the answers stay Whoosh's."""
+    backend, records = updated_backend
+    monkeypatch.setattr(postings, "CACHED_BLOCKS", 4)
+    assert _compare_paths(backend, _phrase_queries(records, 30), monkeypatch) > 20
+    assert 0 < len(backend._generations.get().postings._blocks) <= 4
 
 
 def test_phrases_read_the_clock_for_each_block_of_positions(acl_backend) -> None:
