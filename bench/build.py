@@ -18,6 +18,7 @@ rebuild` runs in the same rounds: a change to indexing measured against the comm
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import shutil
@@ -204,7 +205,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", type=Path, metavar="DIR", help="also rebuild with the searchsvc code in DIR")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    engines = tuple(args.engines.split(",")) + ((OPENSEARCH,) if args.opensearch else ())
+    engines = tuple(args.engines.split(","))
+    if "tantivy" in engines and importlib.util.find_spec("tantivy") is None:  # found out only after minutes of building
+        parser.error(
+            "tantivy is not installed (a reference, no dependency of searchsvc: `pip install tantivy==0.27.0`"
+            " apart, on PYTHONPATH); or leave it out: --engines searchsvc,whoosh"
+        )
+    engines += (OPENSEARCH,) if args.opensearch else ()
     engines += (BASELINE,) if args.baseline else ()
     result = run(args.records, args.rounds, engines, args.opensearch, args.semantic, args.baseline)
     report(result, markdown(result), args.out)

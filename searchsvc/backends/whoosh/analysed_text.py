@@ -13,6 +13,8 @@ test_segment_writing.py compares them); queries are still analysed by the schema
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 from pickle import dumps
 
 from whoosh.analysis import RegexTokenizer
@@ -55,10 +57,14 @@ class AnalysedText:
     def exact(self) -> list[Item]:
         return _with_positions(self.words, 0)
 
-    def pairs(self) -> list[Item]:
+    def pairs(self, paired: frozenset[bytes] | None = None) -> list[Item]:
+        """The word pairs; with `paired`, only those of two words in it."""
         words = self.words
         counts: dict[bytes, int] = {}
-        for pair in map(_SEPARATOR.join, zip(words, words[1:], strict=False)):
+        adjacent: Iterable[tuple[bytes, bytes]] = zip(words, words[1:], strict=False)
+        if paired is not None:
+            adjacent = ((a, b) for a, b in adjacent if a in paired and b in paired)
+        for pair in map(_SEPARATOR.join, adjacent):
             counts[pair] = counts.get(pair, 0) + 1
         return [
             (pair, 1, 1.0, FOUND_ONCE) if count == 1 else (pair, count, float(count), pack_uint(count))
@@ -66,17 +72,40 @@ class AnalysedText:
         ]
 
 
+class SpellingCounts:
+    """In how many texts each word is, by the unstemmed fields' terms, counted cheaply (in C) and
+    perhaps too high, never too low: a text's spellings of one word ("Model", "model") count apart."""
+
+    def __init__(self) -> None:
+        self._spellings: Counter[str] = Counter()
+
+    def add(self, text: str) -> None:
+        self._spellings.update(set(_WORD.findall(text)))
+
+    def above(self, least: int) -> frozenset[bytes]:
+        """Every word in more than `least` of the texts, and perhaps a few more."""
+        counts: Counter[bytes] = Counter()
+        for spelling, count in self._spellings.items():
+            known = _WORDS.get(spelling)
+            counts[known[0] if known else _folded(spelling)] += count
+        return frozenset(word for word, count in counts.items() if count > least)
+
+
 def _learn(word: str) -> tuple[bytes, bytes | None]:
     if len(_WORDS) >= _WORDS_KEPT:
         _WORDS.clear()
-    folded = word.lower().translate(accent_map)
+    encoded = _folded(word)
+    folded = encoded.decode("utf-8")
     stemmed = None if len(folded) < MIN_WORD_CHARS or folded in STOP_WORDS else stem(folded)
-    encoded = folded.encode("utf-8")
     _WORDS[word] = known = (
         encoded,
         encoded if stemmed == folded else None if stemmed is None else stemmed.encode("utf-8"),
     )
     return known
+
+
+def _folded(word: str) -> bytes:
+    return word.lower().translate(accent_map).encode("utf-8")
 
 
 def _with_positions(words: list[bytes], start: int) -> list[Item]:

@@ -55,6 +55,7 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
         writer = PaperSegmentWriter(ix, memory_mb)  # holds the index lock; children write without it
         try:
             if len(runs) == 1:
+                writer.expect(indexed_text(paper) for paper, _oldest in collection.catalogue())
                 _add(writer, collection.catalogue(), progress)
                 writer.commit()
             else:
@@ -190,6 +191,7 @@ def _child(
                 messages.put(("progress", number, pending))
                 pending = 0
 
+        writer.expect(indexed_text(paper) for paper, _oldest in collection.catalogue(*run))
         _add(writer, collection.catalogue(*run), report)
         segment = writer._finalize_segment()
         messages.put(("progress", number, pending))

@@ -6,8 +6,11 @@ and phrases were the slowest kind of search at 300,000 papers (docs/performance.
 phrase's papers come from its word pairs, indexed as terms (schema.PAIR_FIELDS, as
 Elasticsearch's `index_phrases`): for two words one posting list, read as an array
 (postings.Postings); for more, the papers holding every pair, and only their positions are
-decoded to test the words' adjacency, for all of them at once. word_scores scores the matches as
-Whoosh does; both paths are tested to agree (tests/unit/backends/whoosh/test_word_scores.py).
+decoded to test the words' adjacency, for all of them at once. A segment holds only the pairs of
+words in more than PAIRED_ABOVE of its papers (schema.py): where a word is rarer, its pairs are
+found from its positions and those of its neighbour in its few papers. word_scores scores the
+matches as Whoosh does; both paths are tested to agree (tests/unit/backends/whoosh/
+test_word_scores.py).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from searchsvc.backends.whoosh.schema import PAIR_FIELDS, PAIR_SEPARATOR
+from searchsvc.backends.whoosh.schema import PAIR_FIELDS, PAIR_SEPARATOR, PAIRED_ABOVE
 
 if TYPE_CHECKING:
     from searchsvc.backends.whoosh.postings import Postings
@@ -44,8 +47,7 @@ def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: C
     by_pairs = pairs is not None and pairs in postings.schema
     if by_pairs:
         assert pairs is not None  # by_pairs says so (mypy does not narrow through it)
-        joined = [words[n] + _SEPARATOR + words[n + 1] for n in range(len(words) - 1)]
-        id_lists = [postings.get(pairs, pair)[0] for pair in joined]
+        id_lists = [_pair_docs(postings, field, pairs, words[n : n + 2], check) for n in range(len(words) - 1)]
     else:
         id_lists = [postings.get(field, word)[0] for word in words]
     if any(not len(ids) for ids in id_lists):
@@ -56,10 +58,28 @@ def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: C
     return _adjacent(postings, field, words, candidates, check)
 
 
+def _pair_docs(postings: Postings, field: str, pairs: str, words: Sequence[bytes], check: Callable[[], None]) -> Ints:
+    """The papers where two words stand side by side in `field`: the pair's postings, and in each
+    segment where either word is in PAIRED_ABOVE papers or fewer (which holds no such pair), the
+    rarer word's papers where its neighbour follows or precedes it."""
+    found = postings.get(pairs, words[0] + _SEPARATOR + words[1])[0]
+    by_position: list[Ints] = []
+    for reader, offset in postings.leaves:
+        frequencies = [reader.doc_frequency(field, word) for word in words]
+        if 0 < min(frequencies) <= PAIRED_ABOVE:
+            check()
+            rarer = words[frequencies.index(min(frequencies))]
+            candidates = postings.in_segment(reader, offset, field, rarer)
+            by_position.append(_adjacent(postings, field, words, candidates, check))
+    if not by_position:
+        return found
+    return np.union1d(found, np.concatenate(by_position))
+
+
 def _adjacent(
     postings: Postings, field: str, words: Sequence[bytes], candidates: Ints, check: Callable[[], None]
 ) -> Ints:
-    """The candidates where the words stand side by side, from their positions."""
+    """The candidates (ascending) where the words stand side by side, from their positions."""
     decoded: dict[bytes, Ints] = {}
     kept: Ints | None = None
     for offset, word in enumerate(words):
@@ -82,19 +102,23 @@ def _adjacent(
 def _read_positions(
     postings: Postings, field: str, word: bytes, docs: Ints, check: Callable[[], None]
 ) -> tuple[Ints, Ints]:
-    """`word`'s positions in each of `docs` (papers holding it, ascending): how many in each, and
+    """`word`'s positions in each of `docs` (ascending): how many in each (0 where it is not), and
     all of them in order."""
+    held: list[int] = []
     counts: list[int] = []
     deltas: list[int] = []
-    for _weight, value in postings.at(field, word, docs, check):
+    for doc, _weight, value in postings.at(field, word, docs, check):
         assert value is not None  # a field with positions has a value in every posting
+        held.append(doc)
         _decode(value, counts, deltas)
+    count_array = np.zeros(len(docs), dtype=np.int64)
     if not counts:
-        return _NONE, _NONE
-    count_array = np.array(counts, dtype=np.int64)
+        return count_array, _NONE
+    found_counts = np.array(counts, dtype=np.int64)
+    count_array[np.searchsorted(docs, held)] = found_counts
     positions = np.cumsum(np.array(deltas, dtype=np.int64))  # each paper's deltas start from 0: restart the sum
-    before = np.concatenate(([0], positions[np.cumsum(count_array)[:-1] - 1]))
-    return count_array, positions - np.repeat(before, count_array)
+    before = np.concatenate(([0], positions[np.cumsum(found_counts)[:-1] - 1]))
+    return count_array, positions - np.repeat(before, found_counts)
 
 
 def _decode(value: bytes, counts: list[int], deltas: list[int]) -> None:

@@ -16,7 +16,8 @@ from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
 from searchsvc.backends import bm25f
-from searchsvc.backends.whoosh.posting_blocks import blocks, postings
+from searchsvc.backends.whoosh.posting_blocks import Block, blocks, postings
+from searchsvc.backends.whoosh.posting_blocks import Postings as BlockPostings
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
@@ -32,6 +33,10 @@ CACHED_POSTINGS = 16_000_000
 # the blocks holding them are read alone, uncached.
 _POSTINGS_PER_BLOCK = 128
 _WHOLE_LIST_ABOVE = 4
+# Blocks decoded for the postings of a few papers (`at`: a phrase's positions), kept per generation
+# and process: a common word's are read again by most phrases (`"the"` beside a rarer word, whose
+# pairs no segment holds: schema.PAIRED_ABOVE). About 9 KB each decoded, so ~18 MB at most.
+CACHED_BLOCKS = 2048
 
 
 Placement = tuple[tuple[str, int, int], ...]  # (segment id, first document, documents) of each segment
@@ -58,10 +63,13 @@ class Postings:
         # Each list with the placement its document numbers are of (a previous generation's until used).
         self._cache: OrderedDict[tuple[str, bytes], tuple[PostingIds, PostingWeights, Placement]] = OrderedDict()
         self._cached = 0
+        # Decoded blocks by (segment id, field, term, block position): a segment's never change.
+        self._blocks: OrderedDict[tuple[str, str, bytes, int], BlockPostings] = OrderedDict()
         self._lock = threading.Lock()  # a generation is shared by the threads of a process
         if previous is not None:
             with previous._lock:
                 self._cache, self._cached = OrderedDict(previous._cache), previous._cached
+                self._blocks = OrderedDict(previous._blocks)
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
@@ -125,6 +133,13 @@ class Postings:
             self._read_leaf(reader, offset, field, text, ids, weights)
         return _joined(ids, weights)
 
+    def in_segment(self, reader: IndexReader, offset: int, field: str, text: bytes) -> Ints:
+        """The papers (global document numbers) of one segment (of `leaves`) holding `text`, uncached:
+        for a word known to be in few of them."""
+        ids: list[Ints] = []
+        self._read_leaf(reader, offset, field, text, ids, [])
+        return np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+
     @staticmethod
     def _read_leaf(
         reader: IndexReader,
@@ -158,17 +173,17 @@ class Postings:
         if found is None:
             blocks = self._reader.doc_frequency(field, text) / _POSTINGS_PER_BLOCK
             if len(docs) * _WHOLE_LIST_ABOVE < blocks:
-                return np.array([weight for weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
+                return np.array([weight for _, weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
             found = self.get(field, text)
         ids, weights = found
         return weights[np.searchsorted(ids, docs)]
 
     def at(
         self, field: str, text: bytes, docs: Ints, check: Callable[[], None]
-    ) -> Iterator[tuple[float, bytes | None]]:
-        """(weight, value) of `text`'s posting in each of `docs` (papers holding it, ascending),
-        read from the posting blocks holding them only, uncached; the clock read between blocks."""
-        for reader, offset in self.leaves:
+    ) -> Iterator[tuple[int, float, bytes | None]]:
+        """(document, weight, value) of `text`'s posting in each of `docs` (ascending) that holds it,
+        read from the posting blocks holding them only (`CACHED_BLOCKS`); the clock read between blocks."""
+        for (reader, offset), (segment, _, _) in zip(self.leaves, self._placement, strict=True):
             local = docs[(docs >= offset) & (docs < offset + reader.doc_count_all())] - offset
             if not len(local) or (field, text) not in reader:
                 continue
@@ -177,19 +192,40 @@ class Postings:
                 for doc in local.tolist():
                     check()
                     m.skip_to(doc)
-                    yield m.weight(), m.value()
+                    if not m.is_active():
+                        break
+                    if m.id() == doc:
+                        yield doc + offset, m.weight(), m.value()
                 continue
             done = 0
             for block in blocks(m):
                 check()
                 last = int(np.searchsorted(local, block.largest, side="right"))
                 if last > done:
-                    found = postings(m, block)
-                    for at in np.searchsorted(found.ids, local[done:last]).tolist():
-                        yield float(found.weights[at]), found.values[at]
+                    found = self._decoded(m, block, (segment, field, text, block.position))
+                    wanted = local[done:last]
+                    places = np.searchsorted(found.ids, wanted)
+                    for doc, at in zip(wanted.tolist(), places.tolist(), strict=True):
+                        if at < len(found.ids) and found.ids[at] == doc:
+                            yield doc + offset, float(found.weights[at]), found.values[at]
                     done = last
                 if done == len(local):
                     break
+
+    def _decoded(self, m: W3LeafMatcher, block: Block, key: tuple[str, str, bytes, int]) -> BlockPostings:
+        """`block`'s postings, decoded once while they stay among the CACHED_BLOCKS last used."""
+        with self._lock:
+            found = self._blocks.get(key)
+            if found is not None:
+                self._blocks.move_to_end(key)
+                return found
+        found = postings(m, block)
+        if key[0]:  # a segment's block (a reader of no one segment has no id to key it by)
+            with self._lock:
+                self._blocks[key] = found
+                if len(self._blocks) > CACHED_BLOCKS:
+                    self._blocks.popitem(last=False)
+        return found
 
     def lengths(self, field: str) -> Floats:
         """Each document's length in `field` as Whoosh stores it (one byte, decoded)."""

@@ -27,6 +27,12 @@ EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
 # papers are those holding its pairs (whoosh/phrases.py), found without reading positions.
 PAIR_FIELDS = {"title_exact": "title_pairs", "abstract_exact": "abstract_pairs"}
 PAIR_SEPARATOR = " "  # never inside a word: the tokenizer splits at spaces
+# A segment holds the pair of two adjacent words only where each of them is in more than PAIRED_ABOVE
+# of its papers (the unstemmed field's document frequency there): a phrase with a rarer word is found
+# from that word's few positions (phrases.py). Most pairs hold a rare word and are found in one paper,
+# and they were most of a rebuild's terms (docs/decisions.md, 2026-12-04). Raising it keeps an index
+# correct (it holds more pairs than needed); lowering it needs a rebuild (a new SCHEMA_VERSION).
+PAIRED_ABOVE = 128
 
 # Facet name → the column holding each paper's exact values (a JSON list, so any
 # character, commas included, can be part of a value).

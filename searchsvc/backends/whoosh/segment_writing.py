@@ -12,15 +12,16 @@ test_segment_writing.py compares them with a segment written by `SegmentWriter`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from whoosh.index import Index
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
-from searchsvc.backends.whoosh.analysed_text import AnalysedText
-from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS
-from searchsvc.backends.whoosh.term_pool import TermPool
+from searchsvc.backends.whoosh.analysed_text import AnalysedText, SpellingCounts
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS, PAIR_SEPARATOR, PAIRED_ABOVE
+from searchsvc.backends.whoosh.term_pool import Postings, TermPool
 from searchsvc.backends.whoosh.term_writing import write_postings
 
 # Field → which of a text's analyses it indexes (the field's analyzer in schema.py, done in one pass).
@@ -30,6 +31,10 @@ ANALYSED = {
     **dict.fromkeys(PAIR_FIELDS.values(), "pairs"),
     "author": "exact",
 }
+_PAIRED_WORDS_OF = {pairs: exact for exact, pairs in PAIR_FIELDS.items()}  # pair field → its words' field
+# Terms are written by field name: each words' field before its pairs', whose rule needs its frequencies.
+assert all(exact < pairs for exact, pairs in PAIR_FIELDS.items())
+_SEPARATOR = PAIR_SEPARATOR.encode("utf-8")
 
 
 class PaperSegmentWriter(SegmentWriter):
@@ -44,6 +49,17 @@ class PaperSegmentWriter(SegmentWriter):
                 raise ValueError(f"field {name!r} needs Whoosh's own writer")
         self.pool: Any = TermPool(self._tempstorage, limitmb)  # Whoosh's PostingPool, replaced
         self._lengths: dict[str, bytearray] = {}  # field → each document's length byte
+        self._paired: dict[str, frozenset[bytes]] = {}  # pair field → words whose pairs are made (`expect`)
+
+    def expect(self, texts: Iterable[dict[str, str]]) -> None:
+        """Told the texts of every paper the segment will hold (their fields by name) before they are
+        added, the writer makes no pair of words in PAIRED_ABOVE of them or fewer, instead of pooling
+        them until written only to leave them out then: most pairs are such."""
+        counts = {field: SpellingCounts() for field in PAIR_FIELDS}
+        for fields in texts:
+            for field, count in counts.items():
+                count.add(fields[field])
+        self._paired = {pairs: counts[field].above(PAIRED_ABOVE) for field, pairs in PAIR_FIELDS.items()}
 
     def add_document(self, **fields: Any) -> None:
         self._check_state()
@@ -62,13 +78,16 @@ class PaperSegmentWriter(SegmentWriter):
                 if field.indexed:
                     kind = ANALYSED.get(name)
                     if kind is None:
-                        items = field.index(value)
+                        length = self.pool.add(name, field.index(value), docnum)
                     else:
                         text = analysed.get(value)
                         if text is None:
                             text = analysed[value] = AnalysedText(value)
-                        items = getattr(text, kind)()
-                    length = self.pool.add(name, items, docnum)
+                        if kind == "pairs":
+                            self.pool.add(name, text.pairs(self._paired.get(name)), docnum)
+                            length = max(len(text.words) - 1, 0)  # every pair, made or not, as Whoosh counts them
+                        else:
+                            length = self.pool.add(name, getattr(text, kind)(), docnum)
                     if not field.scorable:
                         length = 0
                     elif length:
@@ -93,5 +112,22 @@ class PaperSegmentWriter(SegmentWriter):
 
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
-        write_postings(self.fieldwriter, self.schema, self.pool.postings(), self._lengths)
+        write_postings(self.fieldwriter, self.schema, pairs_of_common_words(self.pool.postings()), self._lengths)
         self.fieldwriter.close()
+
+
+def pairs_of_common_words(postings: Iterator[Postings]) -> Iterator[Postings]:
+    """`postings` (by field, then term) without the pairs holding a word in PAIRED_ABOVE papers or
+    fewer of the segment: the rule phrases.py relies on to find those from positions."""
+    common: dict[str, set[bytes]] = {}  # words' field → its words in more papers than PAIRED_ABOVE
+    for found in postings:
+        name, term, docs = found[0], found[1], found[2]
+        if name in PAIR_FIELDS:
+            if len(docs) > PAIRED_ABOVE:
+                common.setdefault(name, set()).add(term)
+        elif name in _PAIRED_WORDS_OF:
+            words = common.get(_PAIRED_WORDS_OF[name], ())
+            first, _, second = term.partition(_SEPARATOR)
+            if first not in words or second not in words:
+                continue
+        yield found

@@ -1,4 +1,5 @@
-"""The rebuild's segment writer writes the files Whoosh's own SegmentWriter writes, byte for byte."""
+"""The rebuild's segment writer writes the files Whoosh's own SegmentWriter writes, byte for byte,
+but for the word pairs of rare words, which it leaves out (schema.PAIRED_ABOVE)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh import segment_writing
 from searchsvc.backends.whoosh.analysed_text import AnalysedText
-from searchsvc.backends.whoosh.indexing import document
-from searchsvc.backends.whoosh.schema import build_schema
+from searchsvc.backends.whoosh.indexing import document, indexed_text
+from searchsvc.backends.whoosh.schema import PAIR_FIELDS, build_schema
 from searchsvc.core.paper import Paper
 from tests.helpers.paths import SHARED_ACL
 
@@ -52,10 +53,13 @@ def _papers(count: int) -> list[Paper]:
     return papers
 
 
-def _write(directory: Path, writer_class: Any, papers: list[Paper], **options: Any) -> index.Index:
+def _write(directory: Path, writer_class: Any, papers: list[Paper], told: bool = False) -> index.Index:
     directory.mkdir()
     ix = index.create_in(str(directory), build_schema())
-    writer = writer_class(ix, limitmb=1, **options)
+    writer = writer_class(ix, limitmb=1)
+    if told:
+        writer.expect(indexed_text(paper) for paper in papers)
+        assert 0 < len(writer._paired["abstract_pairs"]) < 1000  # some words paired, most not
     for paper in papers:
         writer.add_document(**document(paper))
     writer.commit()
@@ -73,17 +77,67 @@ def _files(ix: index.Index) -> dict[str, bytes]:
         files.close()
 
 
-def test_the_segment_is_the_one_whoosh_writes(tmp_path: Path) -> None:
-    """Byte for byte. 150 ACL papers at a 1 MB limit: both pools spill runs, whose merge is compared too."""
+def _terms(ix: index.Index) -> dict[tuple[str, bytes], tuple[Any, ...]]:
+    """Each term's statistics and postings (document, weight, value), as Whoosh reads them."""
+    found = {}
+    with ix.reader() as reader:
+        for field, term in reader.all_terms():
+            info = reader.term_info(field, term)
+            m = reader.postings(field, term)
+            postings = []
+            while m.is_active():
+                postings.append((m.id(), m.weight(), m.value()))
+                m.next()
+            statistics = (info.weight(), info.doc_frequency(), info.min_length(), info.max_length(), info.max_weight())
+            found[field, term] = (statistics, postings)
+    return found
+
+
+def test_the_segment_is_the_one_whoosh_writes_without_the_pairs_of_rare_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte for byte, but for the terms and postings files, where every term of Whoosh's segment is
+    found with the same statistics and postings except the pairs holding a word in PAIRED_ABOVE
+    papers or fewer. 150 ACL papers at a 1 MB limit: both pools spill runs, whose merge is compared too."""
+    monkeypatch.setattr(segment_writing, "PAIRED_ABOVE", 20)
     papers = _papers(150)
     expected = _write(tmp_path / "whoosh", SegmentWriter, papers)
     found = _write(tmp_path / "ours", segment_writing.PaperSegmentWriter, papers)
     try:
         assert found.doc_count() == len(papers)
-        assert _files(found) == _files(expected)
+        whooshs, ours = _files(expected), _files(found)
+        assert whooshs.keys() == ours.keys()
+        for name in whooshs.keys() - {".trm", ".pst"}:
+            assert ours[name] == whooshs[name], name
+        terms = _terms(expected)
+        frequency = {key: len(postings) for key, (_, postings) in terms.items()}
+        words_of = {pairs: exact for exact, pairs in PAIR_FIELDS.items()}
+        kept = {
+            (field, term): found
+            for (field, term), found in terms.items()
+            if field not in words_of or all(frequency[words_of[field], word] > 20 for word in term.split(b" "))
+        }
+        assert len(kept) < len(terms) and any(field in words_of for field, _ in kept)  # pairs both kept and left out
+        assert _terms(found) == kept
     finally:
         expected.close()
         found.close()
+
+
+def test_a_writer_told_its_papers_first_writes_the_same_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild tells each writer its papers before adding them, so that the pairs it would leave
+    out are not even made: the files are the same as a writer's that was not told."""
+    monkeypatch.setattr(segment_writing, "PAIRED_ABOVE", 20)
+    papers = _papers(150)
+    plain = _write(tmp_path / "plain", segment_writing.PaperSegmentWriter, papers)
+    told = _write(tmp_path / "told", segment_writing.PaperSegmentWriter, papers, told=True)
+    try:
+        assert _files(told) == _files(plain)
+    finally:
+        plain.close()
+        told.close()
 
 
 @pytest.mark.parametrize("text", TEXTS)

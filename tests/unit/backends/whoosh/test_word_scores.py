@@ -10,10 +10,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, word_scores
+from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, postings, word_scores
 from searchsvc.backends.whoosh.compiling import QueryCompiler
 from searchsvc.backends.whoosh.postings import Postings
-from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS, PAIRED_ABOVE
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import parse
@@ -142,6 +142,15 @@ def test_numpy_phrases_match_whoosh_across_segments_with_deleted_papers(
     assert _compare_paths(backend, requests, monkeypatch) > 30
 
 
+def test_phrases_match_whoosh_with_few_decoded_blocks_kept(updated_backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoded blocks a phrase's positions come from are kept within CACHED_BLOCKS, the least
+    recently used dropped, across segments: the answers stay Whoosh's."""
+    backend, records = updated_backend
+    monkeypatch.setattr(postings, "CACHED_BLOCKS", 4)
+    assert _compare_paths(backend, _phrase_queries(records, 30), monkeypatch) > 20
+    assert 0 < len(backend._generations.get().postings._blocks) <= 4
+
+
 def test_phrases_read_the_clock_for_each_block_of_positions(acl_backend) -> None:
     """Past two words a phrase's candidates (papers holding all its word pairs) have their positions
     read: block by block, the clock read between blocks."""
@@ -176,6 +185,28 @@ def test_two_word_phrases_are_their_pair_and_longer_ones_are_checked_by_position
     found = phrases.phrase_docs(postings, "abstract_exact", [b"of", b"the", b"model"], lambda: None)
     assert 0 < len(found) < len(holding_pairs)  # "of the data … the model" holds both pairs, not the phrase
     assert np.isin(found, holding_pairs).all()
+
+
+def test_a_pair_with_a_rare_word_is_not_indexed_and_is_found_by_position(acl_backend) -> None:
+    """A segment holds the pairs of words in more than PAIRED_ABOVE of its papers only; a phrase with
+    a rarer word finds, from that word's positions, exactly the papers Whoosh's phrase matcher finds."""
+    from whoosh import query
+
+    backend, _ = acl_backend
+    gen = backend._generations.get()
+    postings, searcher = gen.postings, gen.searcher
+    left_out = 0
+    for phrase in ("the penn treebank", "a treebank", "on the penn treebank", "dependency parsing"):
+        words = phrase.encode().split()
+        for leaf, _offset in postings.leaves:
+            for pair in zip(words, words[1:], strict=False):
+                if 0 < min(leaf.doc_frequency("abstract_exact", word) for word in pair) <= PAIRED_ABOVE:
+                    assert ("abstract_pairs", b" ".join(pair)) not in leaf
+                    left_out += 1
+        expected = sorted(searcher.docs_for_query(query.Phrase("abstract_exact", phrase.split())))
+        assert phrases.phrase_docs(postings, "abstract_exact", words, lambda: None).tolist() == expected, phrase
+        assert expected, phrase
+    assert left_out >= 5
 
 
 def test_words_and_phrases_take_the_numpy_path_and_others_do_not(acl_backend) -> None:
