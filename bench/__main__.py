@@ -1,5 +1,5 @@
 """`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|sources|update|churn|
-change_costs [options]`: see bench/README.md."""
+change_costs|rebuild_phases [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ COMMANDS = (
     "update",
     "churn",
     "change_costs",
+    "rebuild_phases",
 )
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ Elasticsearch's `index_phrases`): for two words one posting list, read as an arr
 (postings.Postings); for more, the papers holding every pair, and only their positions are
 decoded to test the words' adjacency, for all of them at once. A segment holds only the pairs of
 words in more than PAIRED_ABOVE of its papers (schema.py): where a word is rarer, its pairs are
-found from its positions and those of its neighbour in its few papers. word_scores scores the
+found from the positions of the phrase's words in the rarer word's few papers. word_scores scores the
 matches as Whoosh does; both paths are tested to agree (tests/unit/backends/whoosh/
 test_word_scores.py).
 """
@@ -44,36 +44,39 @@ def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: C
     if len(words) == 1:  # a word alone: where it is
         return postings.get(field, words[0])[0]
     pairs = PAIR_FIELDS.get(field)
-    by_pairs = pairs is not None and pairs in postings.schema
-    if by_pairs:
-        assert pairs is not None  # by_pairs says so (mypy does not narrow through it)
-        id_lists = [_pair_docs(postings, field, pairs, words[n : n + 2], check) for n in range(len(words) - 1)]
-    else:
-        id_lists = [postings.get(field, word)[0] for word in words]
-    if any(not len(ids) for ids in id_lists):
-        return _NONE
-    candidates = reduce(lambda a, b: np.intersect1d(a, b, assume_unique=True), sorted(id_lists, key=len))
-    if by_pairs and len(words) == 2:
-        return candidates
-    return _adjacent(postings, field, words, candidates, check)
-
-
-def _pair_docs(postings: Postings, field: str, pairs: str, words: Sequence[bytes], check: Callable[[], None]) -> Ints:
-    """The papers where two words stand side by side in `field`: the pair's postings, and in each
-    segment where either word is in PAIRED_ABOVE papers or fewer (which holds no such pair), the
-    rarer word's papers where its neighbour follows or precedes it."""
-    found = postings.get(pairs, words[0] + _SEPARATOR + words[1])[0]
-    by_position: list[Ints] = []
+    if pairs is None or pairs not in postings.schema:
+        holding = [postings.get(field, word)[0] for word in words]
+        if any(not len(ids) for ids in holding):
+            return _NONE
+        return _adjacent(postings, field, words, _intersection(holding), check)
+    found: list[Ints] = []  # papers holding the phrase: two words, by their pair's postings
+    unsure: list[Ints] = []  # candidates whose positions decide
     for reader, offset in postings.leaves:
-        frequencies = [reader.doc_frequency(field, word) for word in words]
-        if 0 < min(frequencies) <= PAIRED_ABOVE:
-            check()
-            rarer = words[frequencies.index(min(frequencies))]
-            candidates = postings.in_segment(reader, offset, field, rarer)
-            by_position.append(_adjacent(postings, field, words, candidates, check))
-    if not by_position:
-        return found
-    return np.union1d(found, np.concatenate(by_position))
+        check()
+        frequency = {word: postings.frequency_in(reader, field, word) for word in words}
+        if not min(frequency.values()):
+            continue
+        id_lists: list[Ints] = []
+        all_paired = True
+        for first, second in zip(words, words[1:], strict=False):
+            if min(frequency[first], frequency[second]) > PAIRED_ABOVE:
+                ids = postings.get(pairs, first + _SEPARATOR + second)[0]
+                low, high = np.searchsorted(ids, (offset, offset + reader.doc_count_all()))
+                id_lists.append(ids[low:high])
+            else:  # the segment holds no such pair: the rarer word's papers (PAIRED_ABOVE at most)
+                all_paired = False
+                rarer = first if frequency[first] <= frequency[second] else second
+                id_lists.append(postings.in_segment(reader, offset, field, rarer))
+        candidates = _intersection(id_lists)
+        if len(candidates):
+            (found if all_paired and len(words) == 2 else unsure).append(candidates)
+    if unsure:
+        found.append(_adjacent(postings, field, words, np.concatenate(unsure), check))
+    return np.sort(np.concatenate(found)) if found else _NONE
+
+
+def _intersection(id_lists: Sequence[Ints]) -> Ints:
+    return reduce(lambda a, b: np.intersect1d(a, b, assume_unique=True), sorted(id_lists, key=len))
 
 
 def _adjacent(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,9 +36,18 @@ _POSTINGS_PER_BLOCK = 128
 _WHOLE_LIST_ABOVE = 4
 # Blocks decoded for the postings of a few papers (`at`: a phrase's positions), kept per generation
 # and process: a common word's are read again by most phrases (`"the"` beside a rarer word, whose
-# pairs no segment holds: schema.PAIRED_ABOVE). About 9 KB each decoded, so ~18 MB at most.
+# pairs no segment holds: schema.PAIRED_ABOVE). About 8 KB each decoded, so ~16 MB at most.
 CACHED_BLOCKS = 2048
+# Block headers of the posting lists `at` reads, kept so that the blocks holding some papers are
+# found without stepping through the headers before them (a common word's run to ~120 blocks a
+# segment of the ACL records, 1,200 at 300,000 papers): 48 bytes a block, ~5 MB at most.
+CACHED_HEADERS = 100_000
+# A word's document frequency in one segment, kept for phrases, which ask it for every word and
+# segment (schema.PAIRED_ABOVE): Whoosh's term table answers in ~90 µs. ~200 bytes each, ~4 MB.
+CACHED_FREQUENCIES = 20_000
 
+
+_NO_IDS = np.empty(0, dtype=np.int64)
 
 Placement = tuple[tuple[str, int, int], ...]  # (segment id, first document, documents) of each segment
 
@@ -65,11 +75,17 @@ class Postings:
         self._cached = 0
         # Decoded blocks by (segment id, field, term, block position): a segment's never change.
         self._blocks: OrderedDict[tuple[str, str, bytes, int], BlockPostings] = OrderedDict()
+        # Each list's block headers (Block's fields as rows) by (segment id, field, term), and how many.
+        self._headers: OrderedDict[tuple[str, str, bytes], npt.NDArray[np.int64]] = OrderedDict()
+        self._headers_kept = 0
+        self._frequencies: OrderedDict[tuple[str, str, bytes], int] = OrderedDict()
         self._lock = threading.Lock()  # a generation is shared by the threads of a process
         if previous is not None:
             with previous._lock:
                 self._cache, self._cached = OrderedDict(previous._cache), previous._cached
                 self._blocks = OrderedDict(previous._blocks)
+                self._headers, self._headers_kept = OrderedDict(previous._headers), previous._headers_kept
+                self._frequencies = OrderedDict(previous._frequencies)
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
@@ -133,12 +149,38 @@ class Postings:
             self._read_leaf(reader, offset, field, text, ids, weights)
         return _joined(ids, weights)
 
+    def frequency_in(self, reader: IndexReader, field: str, text: bytes) -> int:
+        """How many papers of one segment (of `leaves`) hold `text`, deleted ones included, kept."""
+        segment = _segment_id(reader)
+        key = (segment, field, text)
+        with self._lock:
+            found = self._frequencies.get(key)
+            if found is not None:
+                self._frequencies.move_to_end(key)
+                return found
+        found = reader.doc_frequency(field, text)
+        if segment:
+            with self._lock:
+                self._frequencies[key] = found
+                if len(self._frequencies) > CACHED_FREQUENCIES:
+                    self._frequencies.popitem(last=False)
+        return found
+
     def in_segment(self, reader: IndexReader, offset: int, field: str, text: bytes) -> Ints:
-        """The papers (global document numbers) of one segment (of `leaves`) holding `text`, uncached:
-        for a word known to be in few of them."""
-        ids: list[Ints] = []
-        self._read_leaf(reader, offset, field, text, ids, [])
-        return np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+        """The papers (global document numbers) of one segment (of `leaves`) holding `text`, for a
+        word known to be in few of them: its blocks kept decoded (`CACHED_BLOCKS`), as `at` reads
+        them next for the word's positions."""
+        segment = _segment_id(reader)
+        headers = self._headers_of(reader, segment, field, text)
+        if headers is None:
+            if (field, text) not in reader:
+                return _NO_IDS
+            return np.array(list(reader.postings(field, text).all_ids()), dtype=np.int64) + offset
+        matcher = _Matcher(reader, field, text)
+        found = [
+            self._decoded(matcher, Block(*row), (segment, field, text, int(row[0]))).ids for row in headers.tolist()
+        ]
+        return np.concatenate(found) + offset if found else _NO_IDS
 
     @staticmethod
     def _read_leaf(
@@ -182,49 +224,66 @@ class Postings:
         self, field: str, text: bytes, docs: Ints, check: Callable[[], None]
     ) -> Iterator[tuple[int, float, bytes | None]]:
         """(document, weight, value) of `text`'s posting in each of `docs` (ascending) that holds it,
-        read from the posting blocks holding them only (`CACHED_BLOCKS`); the clock read between blocks."""
+        read from the posting blocks holding them only (`CACHED_BLOCKS`, `CACHED_HEADERS`); the clock
+        read between blocks."""
         for (reader, offset), (segment, _, _) in zip(self.leaves, self._placement, strict=True):
             local = docs[(docs >= offset) & (docs < offset + reader.doc_count_all())] - offset
-            if not len(local) or (field, text) not in reader:
+            if not len(local):
                 continue
-            m = reader.postings(field, text)  # deleted documents too, as _read
-            if not isinstance(m, W3LeafMatcher):  # not whoosh3 posting blocks: a posting at a time
-                for doc in local.tolist():
-                    check()
-                    m.skip_to(doc)
-                    if not m.is_active():
-                        break
-                    if m.id() == doc:
-                        yield doc + offset, m.weight(), m.value()
+            headers = self._headers_of(reader, segment, field, text)
+            if headers is None:  # not whoosh3 posting blocks, or no segment id: a posting at a time
+                if (field, text) in reader:
+                    yield from _one_at_a_time(reader.postings(field, text), local, offset, check)
                 continue
-            done = 0
-            for block in blocks(m):
+            matcher = _Matcher(reader, field, text)
+            holding = np.searchsorted(
+                headers[:, 1], local
+            )  # each paper's block: the first whose largest is not below it
+            for index in np.unique(holding[holding < len(headers)]).tolist():
                 check()
-                last = int(np.searchsorted(local, block.largest, side="right"))
-                if last > done:
-                    found = self._decoded(m, block, (segment, field, text, block.position))
-                    wanted = local[done:last]
-                    places = np.searchsorted(found.ids, wanted)
-                    for doc, at in zip(wanted.tolist(), places.tolist(), strict=True):
-                        if at < len(found.ids) and found.ids[at] == doc:
-                            yield doc + offset, float(found.weights[at]), found.values[at]
-                    done = last
-                if done == len(local):
-                    break
+                row = headers[index].tolist()
+                found = self._decoded(matcher, Block(*row), (segment, field, text, row[0]))
+                wanted = local[holding == index]
+                places = np.searchsorted(found.ids, wanted)
+                for doc, at in zip(wanted.tolist(), places.tolist(), strict=True):
+                    if at < len(found.ids) and found.ids[at] == doc:
+                        yield doc + offset, float(found.weights[at]), found.values[at]
 
-    def _decoded(self, m: W3LeafMatcher, block: Block, key: tuple[str, str, bytes, int]) -> BlockPostings:
+    def _headers_of(self, reader: IndexReader, segment: str, field: str, text: bytes) -> npt.NDArray[np.int64] | None:
+        """The blocks of `text`'s posting list in one segment (rows of Block's fields), kept; None
+        where it has no whoosh3 blocks (or the reader no segment id to key them by), or no such term."""
+        key = (segment, field, text)
+        with self._lock:
+            found = self._headers.get(key)
+            if found is not None:
+                self._headers.move_to_end(key)
+                return found
+        if not segment or (field, text) not in reader:
+            return None
+        m = reader.postings(field, text)
+        if not isinstance(m, W3LeafMatcher):
+            return None
+        found = np.array([tuple(block) for block in blocks(m)], dtype=np.int64).reshape(-1, len(Block._fields))
+        with self._lock:
+            self._headers[key] = found
+            self._headers_kept += len(found)
+            while self._headers_kept > CACHED_HEADERS and len(self._headers) > 1:
+                _, dropped = self._headers.popitem(last=False)
+                self._headers_kept -= len(dropped)
+        return found
+
+    def _decoded(self, matcher: _Matcher, block: Block, key: tuple[str, str, bytes, int]) -> BlockPostings:
         """`block`'s postings, decoded once while they stay among the CACHED_BLOCKS last used."""
         with self._lock:
             found = self._blocks.get(key)
             if found is not None:
                 self._blocks.move_to_end(key)
                 return found
-        found = postings(m, block)
-        if key[0]:  # a segment's block (a reader of no one segment has no id to key it by)
-            with self._lock:
-                self._blocks[key] = found
-                if len(self._blocks) > CACHED_BLOCKS:
-                    self._blocks.popitem(last=False)
+        found = postings(matcher.get(), block)
+        with self._lock:
+            self._blocks[key] = found
+            if len(self._blocks) > CACHED_BLOCKS:
+                self._blocks.popitem(last=False)
         return found
 
     def lengths(self, field: str) -> Floats:
@@ -234,6 +293,34 @@ class Postings:
             parts = [_lengths(reader, field) for reader, _ in self.leaves]
             found = self._lengths[field] = np.concatenate(parts) if parts else np.empty(0)
         return found
+
+
+class _Matcher:
+    """A term's Whoosh matcher in one segment, made only when a block must be read from its file."""
+
+    __slots__ = ("_reader", "_field", "_text", "_made")
+
+    def __init__(self, reader: IndexReader, field: str, text: bytes) -> None:
+        self._reader, self._field, self._text = reader, field, text
+        self._made: W3LeafMatcher | None = None
+
+    def get(self) -> W3LeafMatcher:
+        if self._made is None:
+            self._made = self._reader.postings(self._field, self._text)  # deleted documents too, as _read
+        return self._made
+
+
+def _one_at_a_time(
+    m: Any, local: Ints, offset: int, check: Callable[[], None]
+) -> Iterator[tuple[int, float, bytes | None]]:
+    """`Postings.at` through any Whoosh matcher, a posting at a time."""
+    for doc in local.tolist():
+        check()
+        m.skip_to(doc)
+        if not m.is_active():
+            return
+        if m.id() == doc:
+            yield doc + offset, m.weight(), m.value()
 
 
 def _joined(ids: list[Ints], weights: list[npt.NDArray[np.floating]]) -> tuple[PostingIds, PostingWeights]:

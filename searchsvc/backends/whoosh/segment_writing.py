@@ -1,4 +1,5 @@
-"""Whoosh's SegmentWriter, made cheaper for a rebuild's papers: the same segment, written faster.
+"""Whoosh's SegmentWriter, made cheaper for a rebuild's papers: the same segment, written faster,
+without the word pairs no phrase needs.
 
 Four costs of Whoosh's own writer, each replaced here (docs/performance.md, "Rebuilds"):
 each text analysed three times by chains of generators (now once: `analysed_text`); every
@@ -6,7 +7,8 @@ posting a tuple in one big sort with runs written and read one tuple at a time (
 term: `term_pool`); while the postings are written, each one's field length read back from
 the segment's length column (now from a byte array kept while the papers are added); and
 a dozen calls per posting and per term to write them (now a term at a time: `term_writing`).
-The files are those Whoosh writes, byte for byte: tests/unit/backends/whoosh/
+The files are those Whoosh writes, byte for byte, but for the pairs of words in PAIRED_ABOVE
+papers or fewer (schema.py), left out of the terms and postings: tests/unit/backends/whoosh/
 test_segment_writing.py compares them with a segment written by `SegmentWriter`.
 """
 
