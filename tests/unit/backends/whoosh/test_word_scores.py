@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, postings, word_scores
+from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, word_scores
 from searchsvc.backends.whoosh.compiling import QueryCompiler
 from searchsvc.backends.whoosh.postings import Postings
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS, PAIRED_ABOVE
@@ -146,10 +146,11 @@ def test_phrases_match_whoosh_with_few_decoded_blocks_kept(updated_backend, monk
     """The decoded blocks a phrase's positions come from are kept within CACHED_BLOCKS, the least
     recently used dropped, across segments: the answers stay Whoosh's."""
     backend, records = updated_backend
-    monkeypatch.setattr(postings, "CACHED_BLOCKS", 4)
-    backend._generations.get().postings._blocks.clear()  # those kept by the tests before
+    kept = backend._generations.get().postings._blocks
+    monkeypatch.setattr(kept, "limit", 4)
+    kept.clear()  # those kept by the tests before
     assert _compare_paths(backend, _phrase_queries(records, 30), monkeypatch) > 20
-    assert 0 < len(backend._generations.get().postings._blocks) <= 4
+    assert 0 < len(kept) <= 4
 
 
 def test_phrases_read_the_clock_for_each_block_of_positions(acl_backend) -> None:
