@@ -242,6 +242,22 @@ def test_posting_cache_is_bounded(acl_backend) -> None:
     assert postings._cached <= max(50, len(ids))
 
 
+def test_what_phrases_keep_is_bounded_by_its_sizes_and_drops_the_least_recently_used() -> None:
+    from searchsvc.backends.whoosh.postings import _Recent
+
+    kept: _Recent[int, list[int]] = _Recent(10, len)
+    for n in range(3):
+        kept.keep(n, [n] * 3)
+    assert kept.get(0) == [0, 0, 0]  # now the most recently used
+    kept.keep(3, [3] * 3)  # 12 > 10: the least recently used (1) goes
+    assert kept.get(1) is None and kept.get(0) == [0, 0, 0] and len(kept) == 3
+    kept.keep(4, [4] * 20)  # larger than the limit alone: kept, all others dropped
+    assert len(kept) == 1 and kept.get(4) is not None
+    again = kept.copy()
+    again.keep(5, [5])
+    assert len(again) == 1 and len(kept) == 1  # a copy keeps its own from then on
+
+
 def test_pruning_no_longer_changes_scores(acl_backend) -> None:
     """Whoosh's collector prunes matchers as its top N fills; the coordination bonus used to
     recount the query's terms after each pruning, so a paper's score depended on when it was
