@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -73,19 +73,16 @@ class Postings:
         # Each list with the placement its document numbers are of (a previous generation's until used).
         self._cache: OrderedDict[tuple[str, bytes], tuple[PostingIds, PostingWeights, Placement]] = OrderedDict()
         self._cached = 0
-        # Decoded blocks by (segment id, field, term, block position): a segment's never change.
-        self._blocks: OrderedDict[tuple[str, str, bytes, int], BlockPostings] = OrderedDict()
-        # Each list's block headers (Block's fields as rows) by (segment id, field, term), and how many.
-        self._headers: OrderedDict[tuple[str, str, bytes], npt.NDArray[np.int64]] = OrderedDict()
-        self._headers_kept = 0
-        self._frequencies: OrderedDict[tuple[str, str, bytes], int] = OrderedDict()
+        # Keyed by segment id, field, term (and a block's position): a segment's never change.
+        self._blocks: _Recent[tuple[str, str, bytes, int], BlockPostings] = _Recent(CACHED_BLOCKS)
+        self._headers: _Recent[tuple[str, str, bytes], npt.NDArray[np.int64]] = _Recent(CACHED_HEADERS, len)
+        self._frequencies: _Recent[tuple[str, str, bytes], int] = _Recent(CACHED_FREQUENCIES)
         self._lock = threading.Lock()  # a generation is shared by the threads of a process
         if previous is not None:
             with previous._lock:
                 self._cache, self._cached = OrderedDict(previous._cache), previous._cached
-                self._blocks = OrderedDict(previous._blocks)
-                self._headers, self._headers_kept = OrderedDict(previous._headers), previous._headers_kept
-                self._frequencies = OrderedDict(previous._frequencies)
+            self._blocks, self._headers = previous._blocks.copy(), previous._headers.copy()
+            self._frequencies = previous._frequencies.copy()
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
@@ -151,19 +148,12 @@ class Postings:
 
     def frequency_in(self, reader: IndexReader, field: str, text: bytes) -> int:
         """How many papers of one segment (of `leaves`) hold `text`, deleted ones included, kept."""
-        segment = _segment_id(reader)
-        key = (segment, field, text)
-        with self._lock:
-            found = self._frequencies.get(key)
-            if found is not None:
-                self._frequencies.move_to_end(key)
-                return found
-        found = reader.doc_frequency(field, text)
-        if segment:
-            with self._lock:
-                self._frequencies[key] = found
-                if len(self._frequencies) > CACHED_FREQUENCIES:
-                    self._frequencies.popitem(last=False)
+        key = (_segment_id(reader), field, text)
+        found = self._frequencies.get(key)
+        if found is None:
+            found = reader.doc_frequency(field, text)
+            if key[0]:  # a reader of no one segment has no id to key it by
+                self._frequencies.keep(key, found)
         return found
 
     def in_segment(self, reader: IndexReader, offset: int, field: str, text: bytes) -> Ints:
@@ -253,37 +243,24 @@ class Postings:
         """The blocks of `text`'s posting list in one segment (rows of Block's fields), kept; None
         where it has no whoosh3 blocks (or the reader no segment id to key them by), or no such term."""
         key = (segment, field, text)
-        with self._lock:
-            found = self._headers.get(key)
-            if found is not None:
-                self._headers.move_to_end(key)
-                return found
+        found = self._headers.get(key)
+        if found is not None:
+            return found
         if not segment or (field, text) not in reader:
             return None
         m = reader.postings(field, text)
         if not isinstance(m, W3LeafMatcher):
             return None
         found = np.array([tuple(block) for block in blocks(m)], dtype=np.int64).reshape(-1, len(Block._fields))
-        with self._lock:
-            self._headers[key] = found
-            self._headers_kept += len(found)
-            while self._headers_kept > CACHED_HEADERS and len(self._headers) > 1:
-                _, dropped = self._headers.popitem(last=False)
-                self._headers_kept -= len(dropped)
+        self._headers.keep(key, found)
         return found
 
     def _decoded(self, matcher: _Matcher, block: Block, key: tuple[str, str, bytes, int]) -> BlockPostings:
         """`block`'s postings, decoded once while they stay among the CACHED_BLOCKS last used."""
-        with self._lock:
-            found = self._blocks.get(key)
-            if found is not None:
-                self._blocks.move_to_end(key)
-                return found
-        found = postings(matcher.get(), block)
-        with self._lock:
-            self._blocks[key] = found
-            if len(self._blocks) > CACHED_BLOCKS:
-                self._blocks.popitem(last=False)
+        found = self._blocks.get(key)
+        if found is None:
+            found = postings(matcher.get(), block)
+            self._blocks.keep(key, found)
         return found
 
     def lengths(self, field: str) -> Floats:
@@ -293,6 +270,58 @@ class Postings:
             parts = [_lengths(reader, field) for reader, _ in self.leaves]
             found = self._lengths[field] = np.concatenate(parts) if parts else np.empty(0)
         return found
+
+
+Key = TypeVar("Key", bound=Hashable)
+Value = TypeVar("Value")
+
+
+def _one(_value: object) -> int:
+    return 1
+
+
+class _Recent(Generic[Key, Value]):
+    """Values kept by key, the least recently used dropped once their sizes (one each unless
+    `size` says) pass `limit`; shared by a process's threads."""
+
+    def __init__(self, limit: int, size: Callable[[Value], int] = _one) -> None:
+        self.limit = limit
+        self._size = size
+        self._kept: OrderedDict[Key, Value] = OrderedDict()
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, key: Key) -> Value | None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+            return found
+
+    def keep(self, key: Key, value: Value) -> None:
+        with self._lock:
+            if key in self._kept:
+                return
+            self._kept[key] = value
+            self._total += self._size(value)
+            while self._total > self.limit and len(self._kept) > 1:
+                _, dropped = self._kept.popitem(last=False)
+                self._total -= self._size(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._total = 0
+
+    def copy(self) -> _Recent[Key, Value]:
+        """The same values, kept apart from here on (a re-opened generation's)."""
+        made: _Recent[Key, Value] = _Recent(self.limit, self._size)
+        with self._lock:
+            made._kept, made._total = OrderedDict(self._kept), self._total
+        return made
 
 
 class _Matcher:

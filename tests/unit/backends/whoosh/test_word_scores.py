@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, postings, word_scores
+from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, word_scores
 from searchsvc.backends.whoosh.compiling import QueryCompiler
 from searchsvc.backends.whoosh.postings import Postings
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS, PAIRED_ABOVE
@@ -146,10 +146,11 @@ def test_phrases_match_whoosh_with_few_decoded_blocks_kept(updated_backend, monk
     """The decoded blocks a phrase's positions come from are kept within CACHED_BLOCKS, the least
     recently used dropped, across segments: the answers stay Whoosh's."""
     backend, records = updated_backend
-    monkeypatch.setattr(postings, "CACHED_BLOCKS", 4)
-    backend._generations.get().postings._blocks.clear()  # those kept by the tests before
+    kept = backend._generations.get().postings._blocks
+    monkeypatch.setattr(kept, "limit", 4)
+    kept.clear()  # those kept by the tests before
     assert _compare_paths(backend, _phrase_queries(records, 30), monkeypatch) > 20
-    assert 0 < len(backend._generations.get().postings._blocks) <= 4
+    assert 0 < len(kept) <= 4
 
 
 def test_phrases_read_the_clock_for_each_block_of_positions(acl_backend) -> None:
@@ -239,6 +240,22 @@ def test_posting_cache_is_bounded(acl_backend) -> None:
         ids, weights = postings.get("abstract", word)
         assert len(ids) == len(weights) == gen.searcher.doc_frequency("abstract", word)
     assert postings._cached <= max(50, len(ids))
+
+
+def test_what_phrases_keep_is_bounded_by_its_sizes_and_drops_the_least_recently_used() -> None:
+    from searchsvc.backends.whoosh.postings import _Recent
+
+    kept: _Recent[int, list[int]] = _Recent(10, len)
+    for n in range(3):
+        kept.keep(n, [n] * 3)
+    assert kept.get(0) == [0, 0, 0]  # now the most recently used
+    kept.keep(3, [3] * 3)  # 12 > 10: the least recently used (1) goes
+    assert kept.get(1) is None and kept.get(0) == [0, 0, 0] and len(kept) == 3
+    kept.keep(4, [4] * 20)  # larger than the limit alone: kept, all others dropped
+    assert len(kept) == 1 and kept.get(4) is not None
+    again = kept.copy()
+    again.keep(5, [5])
+    assert len(again) == 1 and len(kept) == 1  # a copy keeps its own from then on
 
 
 def test_pruning_no_longer_changes_scores(acl_backend) -> None:
