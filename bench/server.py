@@ -104,6 +104,14 @@ def _wait_ready(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
 def timed_get(port: int, path: str) -> tuple[int, float, float]:
     """GET `path` on a new loopback connection: status (0: the connection failed), milliseconds as the
     client saw them, and the server's own `took_ms` (0 unless 200)."""
+    status, elapsed, body = timed_answer(port, path)
+    took = json.loads(body).get("took_ms", 0.0) if status == 200 else 0.0
+    return status, elapsed, took
+
+
+def timed_answer(port: int, path: str) -> tuple[int, float, bytes]:
+    """GET `path` on a new loopback connection: status (0: the connection failed), milliseconds as the
+    client saw them, and the body."""
     started = time.perf_counter()
     try:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -113,7 +121,5 @@ def timed_get(port: int, path: str) -> tuple[int, float, float]:
         status = response.status
         connection.close()
     except (OSError, http.client.HTTPException):
-        return 0, (time.perf_counter() - started) * 1000, 0.0
-    elapsed = (time.perf_counter() - started) * 1000
-    took = json.loads(body).get("took_ms", 0.0) if status == 200 else 0.0
-    return status, elapsed, took
+        return 0, (time.perf_counter() - started) * 1000, b""
+    return status, (time.perf_counter() - started) * 1000, body

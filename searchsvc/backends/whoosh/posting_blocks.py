@@ -4,10 +4,10 @@ A whoosh3 posting list is a run of blocks of up to 128 postings, each a length, 
 header (postings, the largest document number, …) and the compressed postings. Whoosh finds a
 document by stepping from header to header, and each step reads the header through its Python
 file layers: ~45 µs, 100 ms for a word in most of 300,000 abstracts, paid on every search for a
-phrase's matches of that word. Here each header is one read of bytes and one C unpickle (13 µs
-measured at 300,000 papers), and so is each block's postings, decoded with numpy. The layout is
-whoosh-reloaded 2.7.5's (`codec/whoosh3.py`), the version pyproject.toml pins; the tests compare
-every result with Whoosh's own matchers.
+phrase's matches of that word. Here the list is one read of bytes, each header one C unpickle, and
+each block's postings one more, decoded with numpy. The layout is whoosh-reloaded 2.7.5's
+(`codec/whoosh3.py`), the version pyproject.toml pins; the tests compare every result with
+Whoosh's own matchers.
 """
 
 from __future__ import annotations
@@ -16,20 +16,12 @@ import io
 import pickle
 import zlib
 from collections.abc import Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.system import _INT_SIZE, unpack_int
-
-_HEAD_BYTES = 96  # a header pickles to ~40 bytes; read more and retry if it did not fit
-
-
-class _PostingFile(Protocol):
-    """What is read of Whoosh's posting file (a StructFile; Whoosh has no types)."""
-
-    def get(self, position: int, length: int) -> bytes: ...
 
 
 class Block(NamedTuple):
@@ -51,24 +43,53 @@ class Postings(NamedTuple):
     values: tuple[Any, ...]
 
 
+class _Listed(NamedTuple):
+    """A posting list's bytes (after its tag) and where they start in the postings file."""
+
+    raw: bytes
+    start: int
+
+
 def blocks(m: W3LeafMatcher) -> Iterator[Block]:
     """Each block of `m`'s posting list, in order."""
-    postfile = m._postfile
-    position = m._baseoffset
+    for block, _ in _listed(m):
+        yield block
+
+
+def all_postings(m: W3LeafMatcher) -> Iterator[Postings]:
+    """Each block's postings of `m`'s posting list, in order."""
+    for block, raw in _listed(m):
+        yield postings(m, block, raw)
+
+
+def _listed(m: W3LeafMatcher) -> Iterator[tuple[Block, _Listed]]:
+    """Each block of `m`'s posting list and the list's bytes, read at once: one read of a few
+    hundred KB costs less than a read of each header through Whoosh's file layers (~15 µs each,
+    most of a phrase's time beside a word in 128 blocks)."""
+    length = m._length[0] if isinstance(m._length, tuple) else m._length  # read back as unpack_int's 1-tuple
+    listed = _Listed(m._postfile.get(m._baseoffset, m._startoffset + length - m._baseoffset), m._baseoffset)
+    stream = io.BytesIO(listed.raw)
+    position = 0
     while True:
-        length, info, size = _header(postfile, position, _HEAD_BYTES)
+        stream.seek(position)
+        length = unpack_int(stream.read(_INT_SIZE))[0]
+        info = pickle.Unpickler(stream).load()  # noqa: S301 - Whoosh's own header, which it unpickles too
         end = position + _INT_SIZE + abs(length)
-        yield Block(position, info[1], info[0], info[3], position + _INT_SIZE + size, end)
+        data = stream.tell()
+        yield Block(listed.start + position, info[1], info[0], info[3], listed.start + data, listed.start + end), listed
         if length < 0:  # the last block's length is stored negated
             return
         position = end
 
 
-def postings(m: W3LeafMatcher, block: Block) -> Postings:
+def postings(m: W3LeafMatcher, block: Block, listed: _Listed | None = None) -> Postings:
     """`block`'s postings, as `m._read_ids`, `_read_weights` and `_read_values` would give them after
-    `m._goto(block.position)`, with one read of bytes, one C unpickle and no loop in Python: Whoosh's
-    took ~230 µs a block, most of a phrase's time at 300,000 papers."""
-    raw = m._postfile.get(block.data, block.end - block.data)
+    `m._goto(block.position)`, with one read of bytes (none where `listed` holds them), one C unpickle
+    and no loop in Python: Whoosh's took ~230 µs a block, most of a phrase's time at 300,000 papers."""
+    if listed is None:
+        raw = m._postfile.get(block.data, block.end - block.data)
+    else:
+        raw = listed.raw[block.data - listed.start : block.end - listed.start]
     ids, weights, values = pickle.loads(zlib.decompress(raw) if block.compression else raw)  # noqa: S301 - Whoosh's own block, which it unpickles too
     if m._byteids:  # a term vector's block, whose ids are words: not a posting list (the schema has none)
         raise ValueError("a term vector's block is not a posting list")
@@ -88,16 +109,3 @@ def postings(m: W3LeafMatcher, block: Block) -> Postings:
     else:
         kept = tuple(values[i : i + fixed] for i in range(0, len(values), fixed))
     return Postings(found, frequencies, kept)
-
-
-def _header(postfile: _PostingFile, position: int, size: int) -> tuple[int, tuple[Any, ...], int]:
-    """A block's length, its header, and the header's size in bytes."""
-    raw = postfile.get(position, size)
-    read = io.BytesIO(raw[_INT_SIZE:])
-    try:
-        info = pickle.Unpickler(read).load()  # noqa: S301 - Whoosh's own header, which it unpickles too
-    except (EOFError, pickle.UnpicklingError):
-        if len(raw) < size:  # the file ends here: the header is damaged, as Whoosh would find it
-            raise
-        return _header(postfile, position, size * 4)
-    return unpack_int(raw[:_INT_SIZE])[0], info, read.tell()

@@ -13,11 +13,11 @@ import numpy as np
 import numpy.typing as npt
 from whoosh import columns
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher, _lenfield
-from whoosh.reading import IndexReader
+from whoosh.reading import IndexReader, TermNotFound
 from whoosh.searching import Searcher
 
 from searchsvc.backends import bm25f
-from searchsvc.backends.whoosh.posting_blocks import Block, blocks, postings
+from searchsvc.backends.whoosh.posting_blocks import Block, all_postings, blocks, postings
 from searchsvc.backends.whoosh.posting_blocks import Postings as BlockPostings
 
 Floats = npt.NDArray[np.float64]
@@ -36,8 +36,10 @@ _POSTINGS_PER_BLOCK = 128
 _WHOLE_LIST_ABOVE = 4
 # Blocks decoded for the postings of a few papers (`at`: a phrase's positions), kept per generation
 # and process: a common word's are read again by most phrases (`"the"` beside a rarer word, whose
-# pairs no segment holds: schema.PAIRED_ABOVE). About 8 KB each decoded, so ~16 MB at most.
-CACHED_BLOCKS = 2048
+# pairs no segment holds: schema.PAIRED_ABOVE). About 9 KB each decoded, so ~74 MB at most: 300
+# phrases on the ACL records had a p50 of 6.7 ms and a p95 of 21.3 ms with 8,192, 7.6 and 25.4 ms
+# with 2,048 (docs/performance.md, "Rebuilds").
+CACHED_BLOCKS = 8192
 # Block headers of the posting lists `at` reads, kept so that the blocks holding some papers are
 # found without stepping through the headers before them (a common word's run to ~120 blocks a
 # segment of the ACL records, 1,200 at 300,000 papers): 48 bytes a block, ~5 MB at most.
@@ -161,12 +163,12 @@ class Postings:
         word known to be in few of them: its blocks kept decoded (`CACHED_BLOCKS`), as `at` reads
         them next for the word's positions."""
         segment = _segment_id(reader)
-        headers = self._headers_of(reader, segment, field, text)
+        matcher = _Matcher(reader, field, text)
+        headers = self._headers_of(matcher, segment)
         if headers is None:
             if (field, text) not in reader:
                 return _NO_IDS
             return np.array(list(reader.postings(field, text).all_ids()), dtype=np.int64) + offset
-        matcher = _Matcher(reader, field, text)
         found = [
             self._decoded(matcher, Block(*row), (segment, field, text, int(row[0]))).ids for row in headers.tolist()
         ]
@@ -182,12 +184,12 @@ class Postings:
         weights: list[npt.NDArray[np.floating]],
     ) -> None:
         """Append one segment's postings of `text` to `ids` and `weights`."""
-        if (field, text) not in reader:
+        try:  # one lookup of the term, not two (`in`)
+            m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
+        except TermNotFound:
             return
-        m = reader.postings(field, text)  # deleted documents too: the caller masks them (live_statistics)
         if isinstance(m, W3LeafMatcher):  # whoosh3 posting blocks: a block at a time
-            for block in blocks(m):
-                found = postings(m, block)
+            for found in all_postings(m):
                 ids.append(found.ids + offset)
                 weights.append(found.weights)
             return
@@ -220,12 +222,12 @@ class Postings:
             local = docs[(docs >= offset) & (docs < offset + reader.doc_count_all())] - offset
             if not len(local):
                 continue
-            headers = self._headers_of(reader, segment, field, text)
+            matcher = _Matcher(reader, field, text)
+            headers = self._headers_of(matcher, segment)
             if headers is None:  # not whoosh3 posting blocks, or no segment id: a posting at a time
                 if (field, text) in reader:
                     yield from _one_at_a_time(reader.postings(field, text), local, offset, check)
                 continue
-            matcher = _Matcher(reader, field, text)
             holding = np.searchsorted(
                 headers[:, 1], local
             )  # each paper's block: the first whose largest is not below it
@@ -239,16 +241,20 @@ class Postings:
                     if at < len(found.ids) and found.ids[at] == doc:
                         yield doc + offset, float(found.weights[at]), found.values[at]
 
-    def _headers_of(self, reader: IndexReader, segment: str, field: str, text: bytes) -> npt.NDArray[np.int64] | None:
-        """The blocks of `text`'s posting list in one segment (rows of Block's fields), kept; None
-        where it has no whoosh3 blocks (or the reader no segment id to key them by), or no such term."""
-        key = (segment, field, text)
+    def _headers_of(self, matcher: _Matcher, segment: str) -> npt.NDArray[np.int64] | None:
+        """The blocks of the matcher's posting list (rows of Block's fields), kept; None where it has
+        no whoosh3 blocks (or the reader no segment id to key them by), or no such term. Read through
+        `matcher`, which then reads the blocks too: a term's lookup costs ~20 µs a read."""
+        key = (segment, matcher.field, matcher.text)
         found = self._headers.get(key)
         if found is not None:
             return found
-        if not segment or (field, text) not in reader:
+        if not segment:
             return None
-        m = reader.postings(field, text)
+        try:
+            m = matcher.get()
+        except TermNotFound:
+            return None
         if not isinstance(m, W3LeafMatcher):
             return None
         found = np.array([tuple(block) for block in blocks(m)], dtype=np.int64).reshape(-1, len(Block._fields))
@@ -327,15 +333,16 @@ class _Recent(Generic[Key, Value]):
 class _Matcher:
     """A term's Whoosh matcher in one segment, made only when a block must be read from its file."""
 
-    __slots__ = ("_reader", "_field", "_text", "_made")
+    __slots__ = ("_reader", "field", "text", "_made")
 
     def __init__(self, reader: IndexReader, field: str, text: bytes) -> None:
-        self._reader, self._field, self._text = reader, field, text
+        self._reader, self.field, self.text = reader, field, text
         self._made: W3LeafMatcher | None = None
 
     def get(self) -> W3LeafMatcher:
+        """The matcher (TermNotFound where the segment has no such term)."""
         if self._made is None:
-            self._made = self._reader.postings(self._field, self._text)  # deleted documents too, as _read
+            self._made = self._reader.postings(self.field, self.text)  # deleted documents too, as _read
         return self._made
 
 
