@@ -285,8 +285,9 @@ class Collection:
 
 def filed_under(path: Path, key: str) -> str | None:
     """The id of the paper a kept collection file files under merge key `key` (`arxiv:…`, `doi:…`),
-    or None; read only, without taking any lock (sqlite3.Error where the file is not such a file)."""
-    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+    or None; read only, waiting for no lock (sqlite3.Error where the file is not such a file: the
+    files kept are never written again, so a lock means something else holds it)."""
+    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)) as db:
         row = db.execute("SELECT p.min_id FROM merge_key k JOIN paper p USING (grp) WHERE k.key = ?", (key,)).fetchone()
     return row[0] if row and isinstance(row[0], str) else None
 

@@ -38,12 +38,12 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
     the request's one deadline. A query that is one arXiv id or DOI answers with that paper alone
     where the index holds it (its filters aside: the reader asked for that paper), else with the
     words searched and a note that it is not here."""
-    started = time.perf_counter()
+    started, deadline = time.perf_counter(), budget(backend.settings.search_time_limit_ms)
     identifier = pasted(request.q)
-    found = None if identifier is None else _identified(backend, request, identifier, started)
+    found = None if identifier is None else _identified(backend, request, identifier, started, deadline)
     if isinstance(found, SearchResult):
         return found
-    deadline, tree = budget(backend.settings.search_time_limit_ms), _parsed(backend.settings, request)
+    tree = _parsed(backend.settings, request)
     with backend.answer(request, tree, deadline, "page") as answer:
         ranked = _ranked(answer, request, tree, backend.settings, deadline)
         hits = answer.hits(ranked)
@@ -63,17 +63,19 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
 
 
 def _identified(
-    backend: Backend, request: SearchRequest, identifier: Pasted, started: float
+    backend: Backend, request: SearchRequest, identifier: Pasted, started: float, deadline: Deadline
 ) -> SearchResult | PastedIdentifier:
     """The result holding the paper `identifier` names, first and alone, with its facet values;
     else whether the index could tell that it has no such paper."""
     paper_id, known = paper_filed_under(backend, identifier.key)
+    deadline.check()
     if paper_id is None:
         return PastedIdentifier(identifier.label, False if known else None)
     try:
         paper = backend.paper(paper_id)
     except PaperNotFound:  # filed, but not in what the engine serves: it cannot tell
         return PastedIdentifier(identifier.label, None)
+    deadline.check()
     hit = replace(
         Hit.of(paper, None, escape(paper.title, quote=True), escape(opening(paper.abstract), quote=True)),
         matched="identifier",
