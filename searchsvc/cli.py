@@ -260,6 +260,8 @@ def _print_result(result: SearchResult) -> None:
     say(f"{result.total} paper{'s' if result.total != 1 else ''}{pages} ({result.took_ms:.1f} ms)")
     if result.suggestion:
         say("did you mean: ", Quoted(result.suggestion))
+    if result.identifier is not None and result.identifier.found is False:
+        say(result.identifier.label, " is not in this collection: its words were searched")
     if result.total and not result.hits:
         say(f"page {result.page} is past the last page ({result.pages})")
     for number, hit in enumerate(result.hits, start=result.request.start + 1):

@@ -297,6 +297,13 @@ def alone_until_unchanged(lock: Path, state: Callable[[], object], work: Callabl
             return done
 
 
+# CPython 3.11 keeps one AST recursion counter per interpreter, so two threads building or converting
+# AST objects at once can fail with "SystemError: AST constructor recursion depth mismatch"
+# (python/cpython#106905): numpy parses every .npy header with ast.literal_eval (a generation opened
+# `beside`), werkzeug compiles every route with ast (an app made), fingerprint.py parses modules.
+# Where this code runs any of them, it holds this lock; it failed a test run now and then.
+AST_LOCK = threading.RLock()
+
 _beside: Executor | None = None
 _beside_made = threading.Lock()
 

@@ -18,6 +18,8 @@ _ARXIV = re.compile(r"(\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?
 _ARXIV_PREFIX = re.compile(r"^(?:arxiv:|https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/)", re.IGNORECASE)
 _DOI = re.compile(r"10\.\d{4,9}/\S+")
 _DOI_PREFIX = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/)", re.IGNORECASE)
+# An address pasted without its scheme (`arxiv.org/abs/…`, `doi.org/10.…`).
+_WITHOUT_SCHEME = re.compile(r"^(?:www\.|export\.)?(?:arxiv\.org|(?:dx\.)?doi\.org)/", re.IGNORECASE)
 # DOIs are short (the longest registered are about 300 characters); a longer value is not one.
 MAX_DOI_CHARS = 300
 # Browsers and servers commonly cap URLs near 2,000 characters; a longer "URL" is not a link to a paper.
@@ -109,3 +111,28 @@ class Identifiers:
         if self.url:
             found.append(Link("Source", self.url, self.url))
         return found
+
+
+class Pasted(NamedTuple):
+    """An identifier a whole query is (issue #33): the key merging files the paper under, and how a
+    page names it."""
+
+    key: str  # "arxiv:1909.02107" or "doi:10.1145/3394486.3403059" (`Identifiers.merge_keys`)
+    label: str  # "arXiv:1909.02107" or "DOI 10.1145/3394486.3403059"
+
+
+def pasted(query: str) -> Pasted | None:
+    """The arXiv id or DOI `query` is, whole (old and new arXiv ids, with or without `arXiv:` or a
+    version; a DOI with or without `doi:`; their arxiv.org, doi.org and dx.doi.org addresses), or
+    None: a query with anything else in it is searched as words."""
+    value = query.strip()
+    if not value or len(value) > MAX_URL_CHARS or any(c.isspace() for c in value):
+        return None
+    if _WITHOUT_SCHEME.match(value):
+        value = "https://" + value
+    found = Identifiers.of(arxiv=value, doi_text=value)
+    if found.arxiv:
+        return Pasted(f"arxiv:{found.arxiv}", f"arXiv:{found.arxiv}")
+    if found.doi:
+        return Pasted(f"doi:{found.doi}", f"DOI {found.doi}")
+    return None

@@ -72,6 +72,7 @@ class Hit:
     score: float | None
     highlights: dict[str, str]
     identifiers: Identifiers = field(default_factory=Identifiers)
+    matched: str | None = None  # "identifier": the query was this paper's arXiv id or DOI
 
     @classmethod
     def of(cls, paper: Paper, score: float | None, title: str, abstract: str) -> Hit:
@@ -96,6 +97,15 @@ class FacetValue:
     selected: bool
 
 
+@dataclass(frozen=True)
+class PastedIdentifier:
+    """A query that was one arXiv id or DOI (`core.identifiers.pasted`): as a page names it, and
+    whether the index holds its paper (None: this index cannot tell, and the words were searched)."""
+
+    label: str
+    found: bool | None
+
+
 @dataclass
 class SearchResult:
     """A page of hits, the total, and facet counts under the request's other filters."""
@@ -106,6 +116,7 @@ class SearchResult:
     facets: dict[str, list[FacetValue]] = field(default_factory=dict)
     took_ms: float = 0.0
     suggestion: str | None = None
+    identifier: PastedIdentifier | None = None
 
     @property
     def page(self) -> int:

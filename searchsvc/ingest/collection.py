@@ -9,6 +9,7 @@ small page cache, the operating system's file cache does the rest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -280,6 +281,15 @@ class Collection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def filed_under(path: Path, key: str) -> str | None:
+    """The id of the paper a kept collection file files under merge key `key` (`arxiv:…`, `doi:…`),
+    or None; read only, waiting for no lock (sqlite3.Error where the file is not such a file: the
+    files kept are never written again, so a lock means something else holds it)."""
+    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)) as db:
+        row = db.execute("SELECT p.min_id FROM merge_key k JOIN paper p USING (grp) WHERE k.key = ?", (key,)).fetchone()
+    return row[0] if row and isinstance(row[0], str) else None
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.backends import Backend
+from searchsvc.host import AST_LOCK
 from searchsvc.ingest.field_limits import FieldLimits
 
 PARTS = ("sources", "settings", "code")
@@ -114,7 +115,9 @@ def _imports(module: str, root: Path) -> set[str]:
                     names.add(f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}", root) else base)
             visit(ast.iter_child_nodes(node))
 
-    visit(ast.parse(path.read_bytes(), filename=str(path)).body)
+    with AST_LOCK:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    visit(tree.body)
     return names
 
 

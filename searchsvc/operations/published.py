@@ -10,18 +10,36 @@ a server's start (`remove_orphaned_collections`).
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from searchsvc.backends import Backend, Journal
 from searchsvc.core.errors import RebuildInProgress
-from searchsvc.ingest.collection import Collection
+from searchsvc.ingest.collection import Collection, filed_under
 
 COLLECTIONS = "collections"
+_log = logging.getLogger(__name__)
 
 
 def collection_file(backend: Backend, generation: str) -> Path:
     return backend.settings.index_dir / COLLECTIONS / f"{generation}.sqlite"
+
+
+def paper_filed_under(backend: Backend, key: str) -> tuple[str | None, bool]:
+    """The id of the published paper merge key `key` names (an arXiv id or DOI: `Identifiers.merge_keys`),
+    or None; and whether that could be told: not where the published generation has no collection
+    file here (built on another machine) or it cannot be read, when the paper may still be indexed."""
+    published = backend.published()
+    if published is None:
+        return None, False
+    path = collection_file(backend, published)
+    try:
+        return filed_under(path, key), True
+    except sqlite3.Error as error:  # missing (pruned by a newer change meanwhile, built elsewhere) or damaged
+        _log.info("identifier lookup unavailable for generation %s: %s", published, error)
+        return None, False
 
 
 def keep_collection(backend: Backend, collection: Collection) -> Callable[[str], None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -18,10 +19,14 @@ import numpy as np
 from searchsvc.backends import Answer, Backend
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline, budget
-from searchsvc.core.model import FacetLookup, SearchRequest, SearchResult
+from searchsvc.core.errors import PaperNotFound
+from searchsvc.core.identifiers import Pasted, pasted
+from searchsvc.core.model import FacetLookup, FacetValue, Hit, PastedIdentifier, SearchRequest, SearchResult
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node, check_term_count, meaning, parse, required_words
 from searchsvc.core.ranking import rank_page
+from searchsvc.core.text import opening
+from searchsvc.operations.published import paper_filed_under
 from searchsvc.semantic.selection import query_encoder
 from searchsvc.settings import Settings
 
@@ -30,9 +35,15 @@ Ranked = list[tuple[Any, float | None]]
 
 def search(backend: Backend, request: SearchRequest) -> SearchResult:
     """The page of results `request` asks for, with facets and "did you mean". Every stage checks
-    the request's one deadline."""
-    started = time.perf_counter()
-    deadline, tree = budget(backend.settings.search_time_limit_ms), _parsed(backend.settings, request)
+    the request's one deadline. A query that is one arXiv id or DOI answers with that paper alone
+    where the index holds it (its filters aside: the reader asked for that paper), else with the
+    words searched and a note that it is not here."""
+    started, deadline = time.perf_counter(), budget(backend.settings.search_time_limit_ms)
+    identifier = pasted(request.q)
+    found = None if identifier is None else _identified(backend, request, identifier, started, deadline)
+    if isinstance(found, SearchResult):
+        return found
+    tree = _parsed(backend.settings, request)
     with backend.answer(request, tree, deadline, "page") as answer:
         ranked = _ranked(answer, request, tree, backend.settings, deadline)
         hits = answer.hits(ranked)
@@ -47,6 +58,40 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
         facets=facets,
         took_ms=round((time.perf_counter() - started) * 1000, 2),
         suggestion=suggestion,
+        identifier=found,
+    )
+
+
+def _identified(
+    backend: Backend, request: SearchRequest, identifier: Pasted, started: float, deadline: Deadline
+) -> SearchResult | PastedIdentifier:
+    """The result holding the paper `identifier` names, first and alone, with its facet values;
+    else whether the index could tell that it has no such paper."""
+    paper_id, known = paper_filed_under(backend, identifier.key)
+    deadline.check()
+    if paper_id is None:
+        return PastedIdentifier(identifier.label, False if known else None)
+    try:
+        paper = backend.paper(paper_id)
+    except PaperNotFound:  # filed, but not in what the engine serves: it cannot tell
+        return PastedIdentifier(identifier.label, None)
+    deadline.check()
+    hit = replace(
+        Hit.of(paper, None, escape(paper.title, quote=True), escape(opening(paper.abstract), quote=True)),
+        matched="identifier",
+    )
+    values: dict[str, list[str | int]] = {
+        "year": [] if paper.year is None else [paper.year],
+        "subject": list(dict.fromkeys(paper.subjects)),
+        "author": list(dict.fromkeys(paper.authors)),
+    }
+    return SearchResult(
+        request=request,
+        total=1,
+        hits=[hit] if request.page == 1 else [],
+        facets={name: [FacetValue(value, 1, False) for value in found] for name, found in values.items()},
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+        identifier=PastedIdentifier(identifier.label, True),
     )
 
 

@@ -28,7 +28,7 @@ from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
-from searchsvc.host import ScratchFolder, fsync_dir, remove_abandoned
+from searchsvc.host import AST_LOCK, ScratchFolder, fsync_dir, remove_abandoned
 from searchsvc.semantic.encoder import DIMENSIONS
 
 KEY_BYTES = 16
@@ -112,7 +112,7 @@ def load_file(path: Path) -> StoredVectors:
 
 
 def _read_arrays(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    with path.open("rb") as stream:  # np.load(path) would leak the file when it is not a zip
+    with path.open("rb") as stream, AST_LOCK:  # np.load(path) would leak the file when it is not a zip
         data = np.load(stream, allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):
             raise ValueError("not an .npz archive")
@@ -351,11 +351,12 @@ def _keys_index(stream: BinaryIO) -> _BaseIndex | None:
     """The keys of the store file open as `stream`, read alone (an .npz member is read by itself),
     with the file's stamp; None if the file holds no store's keys."""
     stamp = _file_stamp(stream)
-    data = np.load(stream, allow_pickle=False)
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        return None
-    with data:
-        keys = data["keys"]
+    with AST_LOCK:
+        data = np.load(stream, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            return None
+        with data:
+            keys = data["keys"]
     if keys.dtype != np.dtype(f"S{KEY_BYTES}") or keys.ndim != 1:
         return None
     return _BaseIndex(stamp, keys, np.argsort(keys))

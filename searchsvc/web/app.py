@@ -14,6 +14,7 @@ from flask.json.provider import DefaultJSONProvider
 from searchsvc.backends import open_backend
 from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
+from searchsvc.host import AST_LOCK
 from searchsvc.operations import leftovers
 from searchsvc.settings import load_settings
 from searchsvc.web import api, feeds, health, http_errors, metrics, openapi, ui, write_api
@@ -46,7 +47,8 @@ _SECURITY_HEADERS = {
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The WSGI app; `config` overrides settings (defaults < config file < SEARCHSVC_* < config)."""
     settings = load_settings(config)
-    app = Flask(__name__)
+    with AST_LOCK:  # werkzeug compiles each route with ast
+        app = Flask(__name__)
     # Flask turns debug mode on from FLASK_DEBUG in the environment; a deployment's stray
     # variable must not expose tracebacks or let errors escape the JSON/HTML error handlers.
     app.debug = False
@@ -57,14 +59,15 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     backend = open_backend(settings)
     metered = metrics.metered(backend) if settings.metrics else backend
     app.extensions["searchsvc"] = Service(settings, metered, writers=settings.write_tokens())
-    app.register_blueprint(api.blueprint)
-    app.register_blueprint(write_api.blueprint)
-    app.register_blueprint(health.blueprint)
-    app.register_blueprint(ui.blueprint)
-    app.register_blueprint(feeds.blueprint)
-    openapi.init_app(app)
-    http_errors.init_app(app)
-    metrics.init_app(app)  # first: its clock starts before any check that may refuse the request
+    with AST_LOCK:  # werkzeug compiles each route with ast
+        app.register_blueprint(api.blueprint)
+        app.register_blueprint(write_api.blueprint)
+        app.register_blueprint(health.blueprint)
+        app.register_blueprint(ui.blueprint)
+        app.register_blueprint(feeds.blueprint)
+        openapi.init_app(app)
+        http_errors.init_app(app)
+        metrics.init_app(app)  # first: its clock starts before any check that may refuse the request
     app.before_request(refuse_invalid_utf8)
     app.after_request(_add_security_headers)
     app.after_request(_location_on_this_host)

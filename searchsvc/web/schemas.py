@@ -326,6 +326,27 @@ class HitSchema(PaperSchema):
         },
     )
     highlights = fields.Nested(HighlightsSchema, required=True)
+    matched = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": '"identifier" where the query was this paper\'s arXiv id or DOI; else null.'},
+    )
+
+
+class PastedIdentifierSchema(Schema):
+    value = fields.String(
+        attribute="label",
+        required=True,
+        metadata={"description": 'The arXiv id or DOI the query was, normalised: "arXiv:1909.02107", "DOI 10.1/x".'},
+    )
+    found = fields.Boolean(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "Whether the index holds that paper (then it is the one result); null where this "
+            "index cannot tell (its collection file is on another machine), and the words were searched."
+        },
+    )
 
 
 class FacetValueSchema(Schema):
@@ -352,6 +373,12 @@ class SearchResultSchema(Schema):
     results = fields.List(fields.Nested(HitSchema), attribute="hits", required=True)
     facets = fields.Nested(FacetsSchema, required=True)
     suggestion = fields.String(allow_none=True, required=True)
+    identifier = fields.Nested(
+        PastedIdentifierSchema,
+        allow_none=True,
+        required=True,
+        metadata={"description": "Set where the whole query was one arXiv id, DOI, or arxiv.org or doi.org address."},
+    )
 
 
 def dump_search_result(result: SearchResult) -> dict[str, Any]:

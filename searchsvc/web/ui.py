@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Blueprint, render_template, request, url_for
+from flask import Blueprint, redirect, render_template, request, url_for
+from werkzeug import Response
 from werkzeug.datastructures import MultiDict
 
 from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchsvcError, SearchTimedOut
@@ -52,7 +53,7 @@ def _published() -> dict[str, str] | None:
 
 
 @blueprint.get("/")
-def search() -> tuple[str, int]:
+def search() -> tuple[str, int] | Response:
     settings = service().settings
     params = _given_params()
     find_author = params.pop(FIND_AUTHOR, "").strip()
@@ -69,6 +70,8 @@ def search() -> tuple[str, int]:
         )
     except (InvalidRequest, QuerySyntaxError, SearchTimedOut) as error:
         return _render_form_error(params, error), 503 if isinstance(error, SearchTimedOut) else 400
+    if result.identifier is not None and result.identifier.found and result.hits and not find_author:
+        return redirect(url_for("ui.paper", paper_id=result.hits[0].id), 303)  # a pasted arXiv id or DOI: its page
     links = _links(search_request)
     last = last_page(result, settings.max_result_window)
     return render_template(

@@ -19,7 +19,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.host import beside
+from searchsvc.host import AST_LOCK, beside
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
@@ -74,7 +74,7 @@ def read_content_keys(generation: Path, doc_count: int) -> np.ndarray:
     """The generation's content keys, one per document, or IndexUnavailable if the file is not that."""
     path = generation / KEYS_FILE
     try:
-        with path.open("rb") as stream:  # an .npz would keep a file open past np.load(path)
+        with path.open("rb") as stream, AST_LOCK:  # an .npz would keep a file open past np.load(path)
             keys = np.load(stream, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:  # not an .npy file, or cut short
         raise _damaged_keys(path, f"cannot be read: {exc}") from None

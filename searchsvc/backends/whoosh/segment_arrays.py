@@ -24,6 +24,7 @@ from whoosh.reading import IndexReader
 
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.backends.whoosh.unmapped import open_index
+from searchsvc.host import AST_LOCK
 
 FILE_PREFIX = "arrays-"  # then the segment's id; not Whoosh's `MAIN_`, whose files Whoosh cleans up
 Ints = npt.NDArray[np.int32]
@@ -138,7 +139,7 @@ def _save(path: Path, arrays: SegmentArrays) -> None:
 
 def _load(path: Path, segment_id: str, doc_count: int) -> SegmentArrays:
     """The arrays in `path`, checked against the segment: bytes on disk are untrusted."""
-    with path.open("rb") as stream, np.load(stream, allow_pickle=False) as data:
+    with path.open("rb") as stream, AST_LOCK, np.load(stream, allow_pickle=False) as data:
         ids = data["ids"]
         if ids.dtype.kind != "S" or ids.shape != (doc_count,):
             raise ValueError(f"ids are {ids.dtype} {ids.shape}, expected {doc_count} byte strings")

@@ -43,6 +43,7 @@ from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.catalogue import Change
 from searchsvc.core.paper import Paper
 from searchsvc.core.vocabulary import Vocabulary
+from searchsvc.host import AST_LOCK
 from searchsvc.semantic.store import KEY_BYTES, content_key
 
 MAX_SMALL_SEGMENTS = 8  # an update's segment is small: below a tenth of the largest segment
@@ -112,7 +113,8 @@ def _merge_small_segments(writer: SegmentWriter, segments: list[Segment]) -> lis
 def _write_sidecars(previous: Path, generation: Path, added: list[Paper], removed: list[Paper]) -> None:
     """The files written with a generation, from the previous one's and what changed."""
     before = _segment_offsets(previous)
-    previous_keys = np.load(previous / KEYS_FILE, allow_pickle=False)
+    with AST_LOCK:
+        previous_keys = np.load(previous / KEYS_FILE, allow_pickle=False)
     ix = open_index(generation)
     try:
         with ix.searcher() as searcher:

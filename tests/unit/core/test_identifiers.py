@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.core.identifiers import Identifiers, arxiv_id, doi, web_url
+from searchsvc.core.identifiers import Identifiers, arxiv_id, doi, pasted, web_url
 
 
 @pytest.mark.parametrize(
@@ -79,3 +79,40 @@ def test_stored_form_keeps_only_known_values_and_reads_back() -> None:
     assert Identifiers.from_stored(ids.stored()) == ids
     assert Identifiers.from_stored(None) == Identifiers()
     assert ids.filled_from(Identifiers(doi="10.1/x", arxiv="9999.99999")) == Identifiers("0704.0001", "10.1/x", "")
+
+
+@pytest.mark.parametrize(
+    ("query", "key", "label"),
+    [
+        ("10.1145/3394486.3403059", "doi:10.1145/3394486.3403059", "DOI 10.1145/3394486.3403059"),
+        ("  doi:10.1145/3394486.3403059 ", "doi:10.1145/3394486.3403059", "DOI 10.1145/3394486.3403059"),
+        ("https://doi.org/10.1145/3394486.3403059", "doi:10.1145/3394486.3403059", "DOI 10.1145/3394486.3403059"),
+        ("dx.doi.org/10.1145/3394486.3403059", "doi:10.1145/3394486.3403059", "DOI 10.1145/3394486.3403059"),
+        ("10.1000/ABC", "doi:10.1000/abc", "DOI 10.1000/abc"),
+        ("arXiv:1909.02107v2", "arxiv:1909.02107", "arXiv:1909.02107"),
+        ("1909.02107", "arxiv:1909.02107", "arXiv:1909.02107"),
+        ("https://arxiv.org/abs/1909.02107", "arxiv:1909.02107", "arXiv:1909.02107"),
+        ("arxiv.org/pdf/1909.02107v3.pdf", "arxiv:1909.02107", "arXiv:1909.02107"),
+        ("hep-th/9901001v1", "arxiv:hep-th/9901001", "arXiv:hep-th/9901001"),
+    ],
+)
+def test_a_query_that_is_one_identifier_is_found_as_the_key_merging_files_it_under(
+    query: str, key: str, label: str
+) -> None:
+    found = pasted(query)
+    assert found is not None and (found.key, found.label) == (key, label)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "neural networks",
+        "1909.02107 embeddings",
+        "doi 10.1145/3394486.3403059",
+        "https://example.org/paper",
+        "2019",
+    ],
+)
+def test_a_query_with_anything_beside_an_identifier_is_searched_as_words(query: str) -> None:
+    assert pasted(query) is None

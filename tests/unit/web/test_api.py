@@ -102,3 +102,21 @@ def test_a_worker_starts_without_an_index_and_says_why(tmp_path: Path, caplog: p
     app = app_for(tmp_path / "empty")
     open_index(app)  # gunicorn's post_worker_init hook: must not stop the worker from booting
     assert "index not loaded: no index is published" in caplog.text
+
+
+def test_a_pasted_identifier_where_the_index_cannot_tell_is_searched_as_words(make_index, runner: CliRunner) -> None:
+    """Without the published generation's collection file (built on another machine), the index cannot
+    tell whether it holds a DOI's paper: the words are searched and nothing is claimed."""
+    backend = make_index([{"id": "a", "title": "Graph embeddings", "doi": "10.1000/graph"}])
+    index = backend.settings.index_dir
+    app = app_for(index)
+    assert app.test_client().get("/api/search?q=10.1000/graph").get_json()["identifier"]["found"] is True
+    printed = runner.invoke(main, ["search", "10.1000/nothing", "--index-dir", str(index)])
+    assert "DOI 10.1000/nothing is not in this collection" in printed.stdout
+    for kept in (index / "collections").glob("*.sqlite"):
+        kept.unlink()
+    found = app.test_client().get("/api/search?q=10.1000/graph").get_json()
+    assert found["identifier"] == {"value": "DOI 10.1000/graph", "found": None}
+    assert all(hit["matched"] is None for hit in found["results"])
+    printed = runner.invoke(main, ["search", "10.1000/graph", "--index-dir", str(index)])
+    assert printed.exit_code == 0 and "not in this collection" not in printed.stdout
