@@ -52,7 +52,19 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
     top = document["results"][0]
     assert top["title"] == COMPOSITIONAL
     assert top["highlights"]["title"].startswith("<mark>Compositional</mark> <mark>Embeddings</mark>")
-    assert set(top) == {"id", "title", "abstract", "year", "subjects", "authors", "identifiers", "score", "highlights"}
+    assert set(top) == {
+        "id",
+        "title",
+        "abstract",
+        "year",
+        "subjects",
+        "authors",
+        "identifiers",
+        "score",
+        "highlights",
+        "matched",
+    }
+    assert top["matched"] is None and document["identifier"] is None  # words, not a pasted arXiv id or DOI
     assert document["pages"] == -(-document["total"] // 3)
 
 

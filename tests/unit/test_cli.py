@@ -37,6 +37,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
         "results",
         "facets",
         "suggestion",
+        "identifier",
     ]
     assert document["query"] == {
         "q": "",
@@ -59,6 +60,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
         "identifiers",
         "score",
         "highlights",
+        "matched",
     ]
     assert list(document["facets"]) == ["year", "subject", "author"]
     assert document["facets"]["author"] == [
