@@ -20,6 +20,7 @@ from flask.testing import FlaskClient
 
 from tests.helpers.apps import error_of
 from tests.helpers.backends import BackendFactory, Build
+from tests.helpers.documents import HIT_KEYS, SEARCH_RESULT_KEYS
 
 COMPOSITIONAL = "Compositional Embeddings Using Complementary Partitions for Memory-Efficient Recommendation Systems"
 
@@ -52,18 +53,7 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
     top = document["results"][0]
     assert top["title"] == COMPOSITIONAL
     assert top["highlights"]["title"].startswith("<mark>Compositional</mark> <mark>Embeddings</mark>")
-    assert set(top) == {
-        "id",
-        "title",
-        "abstract",
-        "year",
-        "subjects",
-        "authors",
-        "identifiers",
-        "score",
-        "highlights",
-        "matched",
-    }
+    assert list(top) == list(HIT_KEYS) and list(document) == list(SEARCH_RESULT_KEYS)
     assert top["matched"] is None and document["identifier"] is None  # words, not a pasted arXiv id or DOI
     assert document["pages"] == -(-document["total"] // 3)
 

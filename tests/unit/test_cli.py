@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc.cli import main
+from tests.helpers.documents import HIT_KEYS, SEARCH_RESULT_KEYS
 from tests.helpers.paths import SEEDS
 from tests.helpers.records import jsonl
 
@@ -27,18 +28,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
     found = invoke(runner, "search", "", "--json", "--index-dir", str(index_dir))
     assert found.exit_code == 0, found.output
     document = json.loads(found.stdout)
-    assert list(document) == [
-        "query",
-        "total",
-        "page",
-        "per_page",
-        "pages",
-        "took_ms",
-        "results",
-        "facets",
-        "suggestion",
-        "identifier",
-    ]
+    assert list(document) == list(SEARCH_RESULT_KEYS)
     assert document["query"] == {
         "q": "",
         "subject": [],
@@ -50,18 +40,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
         "per_page": 10,
     }
     assert (document["total"], document["page"], document["per_page"], document["pages"]) == (28, 1, 10, 3)
-    assert list(document["results"][0]) == [
-        "id",
-        "title",
-        "abstract",
-        "year",
-        "subjects",
-        "authors",
-        "identifiers",
-        "score",
-        "highlights",
-        "matched",
-    ]
+    assert list(document["results"][0]) == list(HIT_KEYS)
     assert list(document["facets"]) == ["year", "subject", "author"]
     assert document["facets"]["author"] == [
         {"value": "Dheevatsa Mudigere", "count": 18, "selected": False},
