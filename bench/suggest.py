@@ -2,9 +2,11 @@
 
 Prefixes of 1–6 letters are cut from words drawn from the index's own vocabulary in proportion
 to the papers holding them (what people type is mostly common words), half of them after an
-earlier word. Each is timed in-process through `WhooshBackend.suggest` under a request budget,
-and through the Flask test client (routing, validation, JSON). Also: how long the generation's
-completions take to build when a worker opens it, and the memory they hold. Build the index once and reuse it:
+earlier word (completions then counted among the papers holding it). Each is timed in-process
+through the suggest operation under a request budget, the prefixes alone also under a one-year
+filter (narrowed the same way), and all through the Flask test client (routing, validation, JSON).
+Also: how long the generation's completions take to build when a worker opens it, and the memory
+they hold. Build the index once and reuse it:
 
     SEARCHSVC_SEMANTIC_RANKING=false searchsvc rebuild CORPUS --index-dir DIR   # bench/corpus.py for 300k
     python -m bench suggest --index-dir DIR [--requests 2000] [--out bench/results/suggest.json]
@@ -24,6 +26,8 @@ from searchsvc import create_app
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.backends.whoosh.suggesting import generation_completions
 from searchsvc.core.deadline import request_budget
+from searchsvc.core.model import SearchRequest, SuggestRequest
+from searchsvc.operations.search import suggest
 from searchsvc.settings import load_settings
 
 SEED = 20261219
@@ -75,9 +79,15 @@ def main(argv: list[str] | None = None) -> None:
     queries = prefixes(backend, args.requests)
     limit = backend.settings.suggestion_limit
 
-    def in_process(q: str) -> None:
+    years = sorted(int(year) for year, _ in gen.facets.papers_per_value("year"))
+    year = years[len(years) // 2]  # a year in the middle of the collection's
+
+    def in_process(q: str, search: SearchRequest | None = None) -> None:
         with request_budget(backend.settings.search_time_limit_ms):
-            backend.suggest(q, limit)
+            suggest(backend, SuggestRequest(q, search or SearchRequest(), limit))
+
+    def in_one_year(q: str) -> None:
+        in_process(q, SearchRequest(year_from=year, year_to=year))
 
     app = create_app(overrides)
     app.extensions["searchsvc"].backend.status()  # the app's own backend opens the generation outside a request
@@ -88,6 +98,8 @@ def main(argv: list[str] | None = None) -> None:
 
     timed(in_process, queries[:WARMUP])
     timed(through_flask, queries[:WARMUP])
+    alone = [q for q in queries if " " not in q]
+    after_a_word = [q for q in queries if " " in q]
     result: dict[str, Any] = {
         "index_dir": str(args.index_dir),
         "papers": gen.facets.doc_count,
@@ -98,15 +110,20 @@ def main(argv: list[str] | None = None) -> None:
         "completions_mib": round(held_bytes / 2**20, 1),
         "requests": len(queries),
         "sample_queries": queries[:10],
-        "in_process_ms": latency_summary(timed(in_process, queries)),
+        "in_process_ms": latency_summary(timed(in_process, alone)),
+        "after_a_word_ms": latency_summary(timed(in_process, after_a_word)),
+        "one_year_filter": year,
+        "in_one_year_ms": latency_summary(timed(in_one_year, alone)),
         "flask_test_client_ms": latency_summary(timed(through_flask, queries)),
         "machine": machine(),
     }
     rows = [
         [path, s["n"], s["mean"], s["p50"], s["p95"], s["p99"], s["max"]]
         for path, s in (
-            ("in-process WhooshBackend.suggest", result["in_process_ms"]),
-            ("Flask test client GET /api/suggest", result["flask_test_client_ms"]),
+            ("in-process, a prefix alone", result["in_process_ms"]),
+            ("in-process, after an earlier word", result["after_a_word_ms"]),
+            (f"in-process, a prefix alone, year {year} only", result["in_one_year_ms"]),
+            ("Flask test client GET /api/suggest, all", result["flask_test_client_ms"]),
         )
     ]
     text = (

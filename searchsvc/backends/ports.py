@@ -15,7 +15,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node
 from searchsvc.core.ranking import CandidateSource, Ref
 from searchsvc.core.spelling import Check
-from searchsvc.core.suggestions import Suggestion
+from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.settings import Settings
 
 # A page of results shows facets, highlights and "did you mean"; an export needs the papers only.
@@ -171,8 +171,10 @@ class Backend(Protocol):
         """Values of facet `name` with a word starting with `prefix`, counted like the search's facets
         (`tree`: the request's query, parsed and checked)."""
 
-    def suggest(self, q: str, limit: int) -> list[Suggestion]:
-        """At most `limit` completions of `q`'s last word (core.suggestions): words, then authors."""
+    def suggest(self, start: Typed, narrowing: SearchRequest, tree: Node | None, limit: int) -> list[Suggestion]:
+        """At most `limit` completions of `start` (core.suggestions): words, then authors, each
+        counted among the papers `narrowing` finds (its query's all-words tier where it has one;
+        `tree`: that query parsed and checked), most papers first."""
 
     def paper(self, paper_id: str) -> Paper:
         """One paper by id (PaperNotFound if there is none)."""

@@ -34,6 +34,11 @@ class SearchRequest:
     def end(self) -> int:
         return self.page * self.per_page
 
+    @property
+    def filtered(self) -> bool:
+        """Whether any facet filter narrows the papers."""
+        return bool(self.subject or self.author or self.year_from is not None or self.year_to is not None)
+
     def year_selected(self, year: int) -> bool:
         """Whether `year` lies inside the requested year range (if one is set)."""
         if self.year_from is None and self.year_to is None:
@@ -47,6 +52,16 @@ class FacetLookupRequest:
 
     search: SearchRequest
     prefix: str
+    limit: int
+
+
+@dataclass(frozen=True)
+class SuggestRequest:
+    """Completions of `q`'s last word (as typed: a space after it says it is finished) among the
+    papers `search`'s filters let through."""
+
+    q: str
+    search: SearchRequest
     limit: int
 
 

@@ -21,10 +21,19 @@ from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound
 from searchsvc.core.identifiers import Pasted, pasted
-from searchsvc.core.model import FacetLookup, FacetValue, Hit, PastedIdentifier, SearchRequest, SearchResult
+from searchsvc.core.model import (
+    FacetLookup,
+    FacetValue,
+    Hit,
+    PastedIdentifier,
+    SearchRequest,
+    SearchResult,
+    SuggestRequest,
+)
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node, check_term_count, meaning, parse, required_words
 from searchsvc.core.ranking import rank_page
+from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.text import opening
 from searchsvc.operations.published import paper_filed_under
 from searchsvc.semantic.selection import query_encoder
@@ -116,6 +125,17 @@ def papers_by_id(backend: Backend, ids: Sequence[str]) -> list[Paper]:
 def facet_values(backend: Backend, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
     """Values of facet `name` with a word starting with `prefix`, counted as the search's facets are."""
     return backend.facet_values(name, prefix, request, _parsed(backend.settings, request), limit)
+
+
+def suggest(backend: Backend, wanted: SuggestRequest) -> list[Suggestion]:
+    """Completions of the query's last word among the papers its earlier words and the search's
+    filters find (core.suggestions): a word or name those papers lack is not offered, and each
+    suggestion counts the papers the search it leads to would find."""
+    start = typed(wanted.q)
+    if start is None:
+        return []
+    narrowing = replace(wanted.search, q=start.kept.strip(), sort="relevance", page=1)
+    return backend.suggest(start, narrowing, _parsed(backend.settings, narrowing), wanted.limit)
 
 
 def _parsed(settings: Settings, request: SearchRequest) -> Node | None:

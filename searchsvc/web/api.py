@@ -49,7 +49,8 @@ def search() -> Response:
 @blueprint.get("/suggest")
 @documented(
     Operation(
-        "Suggestions as you type: the query's last word completed to words and author names, most papers first",
+        "Suggestions as you type: the query's last word completed to words and author names, counted among "
+        "the papers the earlier words and the filters find, most papers first",
         params=SuggestRequestSchema,
         response=SuggestionsSchema,
         errors=(400, 503),
@@ -57,8 +58,8 @@ def search() -> Response:
 )
 def suggest() -> Response:
     wanted = load_params(SuggestRequestSchema(service().settings), request.args)
-    found = service().backend.suggest(wanted["q"], wanted["limit"])
-    return jsonify(SuggestionsSchema().dump({"q": wanted["q"], "suggestions": found}))
+    found = searching.suggest(service().backend, wanted)
+    return jsonify(SuggestionsSchema().dump({"q": wanted.q, "suggestions": found}))
 
 
 @blueprint.get("/papers/<path:paper_id>")

@@ -126,7 +126,7 @@ def search_kind(search: SearchRequest) -> str:
     """words, filters or empty: the few kinds of search worth telling apart, never the query itself."""
     if search.q.strip():
         return "words"
-    if search.subject or search.author or search.year_from is not None or search.year_to is not None:
+    if search.filtered:
         return "filters"
     return "empty"
 

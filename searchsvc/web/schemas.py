@@ -14,7 +14,7 @@ from marshmallow import Schema, ValidationError, fields, post_dump, post_load, v
 
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
-from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult
+from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult, SuggestRequest
 from searchsvc.core.paper import id_problem
 from searchsvc.core.suggestions import KINDS
 from searchsvc.core.text import one_line
@@ -227,20 +227,26 @@ def parse_search_request(params: Mapping[str, Any], settings: Settings) -> Searc
     return load_params(SearchRequestSchema(settings), params)
 
 
-class SuggestRequestSchema(Schema):
-    """Suggestions as you type: the query so far, limited like a search's query."""
+class SuggestRequestSchema(SearchRequestSchema):
+    """Suggestions as you type: the query so far, under a search's filters. A search page's sort and
+    paging are accepted (its form can be sent as it is) and ignored."""
 
     q = fields.String(
         required=True,
-        metadata={"description": "The query so far; its last word is completed, the earlier ones kept."},
+        metadata={
+            "description": "The query so far: its last word is completed among the papers the earlier "
+            "words and the filters find; a space at the end says it is finished."
+        },
     )
     limit = fields.Integer()
 
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        _limit(self, "q", validate.Length(max=settings.max_query_length, error=TOO_LONG))
+        super().__init__(settings, **kwargs)
         _limit(self, "limit", validate.Range(min=1, max=settings.suggestion_limit, error=_OUT_OF_RANGE))
         self.fields["limit"].load_default = settings.suggestion_limit
+
+    def _build(self, data: dict[str, Any]) -> SuggestRequest:
+        return SuggestRequest(data["q"], self._search_request(data), limit=data["limit"])
 
 
 class SuggestionSchema(Schema):

@@ -87,6 +87,22 @@ def test_both_backends_give_the_same_totals_facets_suggestions_and_first_result(
         assert len(set(ids["opensearch"]) ^ set(ids["whoosh"])) <= 2
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "embed"},
+        {"q": "training NAUM"},
+        {"q": "recommendation m", "year_from": 2020},
+        {"q": "c", "subject": "cs.LG", "author": "Maxim Naumov"},
+        {"q": '"deep learning" rec'},
+    ],
+    ids=lambda params: json.dumps(params),
+)
+def test_both_backends_suggest_the_same_completions(both: dict[str, FlaskClient], params: dict) -> None:
+    whoosh, opensearch = (both[kind].get("/api/suggest", query_string=params).json for kind in BACKENDS)
+    assert whoosh["suggestions"] and opensearch == whoosh
+
+
 def test_plain_words_rank_every_place_alike_on_both_backends(both: dict[str, FlaskClient]) -> None:
     """A pasted sentence over all 28 seed papers: every place, score and tier the same, not only a page."""
     params = {

@@ -257,8 +257,12 @@ def test_suggestions_complete_the_last_word_to_authors_by_their_papers(client: F
     assert [s["value"] for s in authors] == ["Maxim Naumov"]
     (naumov,) = authors
     assert naumov["text"] == 'training author:"Maxim Naumov"'
-    search = client.get("/api/search", query_string={"q": 'author:"Maxim Naumov"'}).get_json()
-    assert naumov["papers"] == search["total"] > 1
+    # Counted among the papers the earlier word finds: his papers holding "training".
+    search = client.get("/api/search", query_string={"q": "training", "author": "Maxim Naumov"}).get_json()
+    everything = client.get("/api/search", query_string={"author": "Maxim Naumov"}).get_json()
+    assert naumov["papers"] == search["total"] < everything["total"]
+    (alone,) = [s for s in client.get("/api/suggest?q=NAUM").get_json()["suggestions"] if s["kind"] == "author"]
+    assert alone["papers"] == everything["total"]
     assert client.get("/api/suggest?q=naumov+").get_json() == {"q": "naumov ", "suggestions": []}
     assert set(error_of(client, "/api/suggest?q=na&limit=0", 400)["details"]) == {"limit"}
 
@@ -271,6 +275,22 @@ def test_suggestions_complete_the_last_word_to_words_by_their_papers(client: Fla
     assert all(s["value"].startswith("compo") for s in words)
     embedding = client.get("/api/suggest?q=embeddi").get_json()["suggestions"]
     assert [s["value"] for s in embedding[:2]] == ["embedding", "embeddings"]
+
+
+def test_suggestions_are_counted_under_the_search_filters(client: FlaskClient) -> None:
+    """The page sends its whole form: sort and paging are accepted and ignored, the filters narrow."""
+    form = {"q": "naum", "year_from": 2024, "subject": "cs.LG", "sort": "newest", "page": 2, "per_page": 20}
+    (naumov,) = [s for s in client.get("/api/suggest", query_string=form).get_json()["suggestions"]]
+    filtered = client.get("/api/search", query_string={"author": "Maxim Naumov", "year_from": 2024, "subject": "cs.LG"})
+    assert naumov["papers"] == filtered.get_json()["total"]
+    words = client.get("/api/suggest", query_string={"q": "embed"}).get_json()["suggestions"]
+    in_2019 = client.get("/api/suggest", query_string={"q": "embed", "year_from": 2019, "year_to": 2019}).get_json()
+    everywhere = {s["value"]: s["papers"] for s in words}
+    narrowed = {s["value"]: s["papers"] for s in in_2019["suggestions"]}
+    assert narrowed and all(papers <= everywhere[word] for word, papers in narrowed.items())
+    assert sum(narrowed.values()) < sum(everywhere[word] for word in narrowed)
+    assert client.get("/api/suggest", query_string={"q": "embed", "subject": "no.SUCH"}).get_json()["suggestions"] == []
+    assert set(error_of(client, "/api/suggest?q=embed&year_from=2020&year_to=2019", 400)["details"]) == {"year_to"}
 
 
 def test_author_papers_and_co_authors(client: FlaskClient) -> None:

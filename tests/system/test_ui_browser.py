@@ -510,6 +510,27 @@ def test_suggestions_as_you_type_by_keyboard_alone(base: str, page: Page) -> Non
     expect(page.get_by_role("combobox", name="Search papers")).to_have_value(chosen)
 
 
+def test_suggestions_are_counted_under_the_page_filters(base: str, page: Page) -> None:
+    """The page's filters narrow what is suggested, and picking a suggestion keeps them."""
+    page.goto(f"{base}/?author=Maxim+Naumov&year_from=2024")
+    loaded(page)
+    box = page.get_by_role("combobox", name="Search papers")
+    box.focus()
+    page.keyboard.type("naum")
+    listbox = page.get_by_role("listbox", name="Suggestions")
+    expected = get(f"{base}/api/search?author=Maxim+Naumov&year_from=2024")[1]["total"]
+    assert 1 < expected < get(f"{base}/api/search?author=Maxim+Naumov")[1]["total"]
+    naumov = listbox.get_by_role("option", name=re.compile(f"^Maxim Naumov author, {expected} papers$"))
+    expect(naumov).to_have_count(1)
+    follow(naumov)
+    chosen = params(loaded(page))
+    assert (chosen["q"], chosen["author"], chosen["year_from"]) == (
+        ['author:"Maxim Naumov"'],
+        ["Maxim Naumov"],
+        ["2024"],
+    )
+
+
 def test_escape_closes_the_suggestions_and_enter_searches_what_was_typed(base: str, page: Page) -> None:
     page.goto(f"{base}/")
     loaded(page)

@@ -41,7 +41,7 @@ from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node
 from searchsvc.core.ranking import related_order
-from searchsvc.core.suggestions import Suggestion, typed
+from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.text import fold
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
@@ -318,12 +318,10 @@ class OpenSearchBackend:
         shown = lookup_values(name, prefix, self.searches.search(body)["aggregations"], request)
         return FacetLookup(name=name, prefix=prefix, values=shown[:limit], truncated=len(shown) > limit)
 
-    def suggest(self, q: str, limit: int) -> list[Suggestion]:
-        """Completions of the query's last word: authors, then words (suggesting.py)."""
-        start = typed(q)
-        if start is None:
-            return []
-        found = suggestions(self.searches, start, limit, self._timeout)
+    def suggest(self, start: Typed, narrowing: SearchRequest, tree: Node | None, limit: int) -> list[Suggestion]:
+        """Completions of the query's last word: words, then authors (suggesting.py)."""
+        among = search_bodies.plan(narrowing, tree).narrowed()
+        found = suggestions(self.searches, start, among, limit, self._timeout)
         self._deadline().check()
         return found
 

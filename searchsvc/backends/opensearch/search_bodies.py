@@ -21,6 +21,9 @@ FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}"}
 # raw bytes, the service case-insensitively, so a few more than shown must come back.
 FACET_HEADROOM = 10
 WORD_SAMPLE = 200  # papers per shard whose text word completions are read from
+# Words of the sample listed, then counted exactly: significant_text lists by significance, not
+# papers, so as many as a short prefix may start in a sample, not only a page's worth.
+SAMPLED_WORDS = 200
 _BY_YEAR = {"order": "desc", "missing": "_last"}
 SORTS = {
     # Ties go to the newer paper, then the id: core.paper.catalogue_key, as on the Whoosh backend.
@@ -69,6 +72,11 @@ class Plan:
             return self.scored
         placed = {"filter": [self.required]} if tier == 0 else {"must_not": [self.required]}
         return {"bool": {"must": [self.scored], **placed}}
+
+    def narrowed(self) -> Dsl:
+        """The papers of the first tier (all words of a group, where the query has one) that the
+        filters let through: what suggestions are counted among."""
+        return all_of([self.tier_query(0), self.post_filter])
 
     def finds_all_words(self) -> Dsl:
         """The papers a respelled query would count as finding: filtered, matching all words."""
@@ -148,11 +156,12 @@ def lookup_aggs(plan: Plan, name: str, folded_prefix: str, limit: int, settings:
     return {"lookup": {"filter": others, "aggs": {"values": values}}}
 
 
-def author_completions(folded_prefix: str, limit: int) -> Dsl:
-    """Authors with a word starting with `folded_prefix` and their papers, over every paper: the
-    `prefix` query narrows to papers with such a name word, the aggregation counts their names."""
+def author_completions(folded_prefix: str, limit: int, among: Dsl) -> Dsl:
+    """Authors with a word starting with `folded_prefix` and their papers among those `among`
+    matches: the `prefix` query narrows to papers with such a name word, the aggregation counts
+    their names."""
     return {
-        "query": {"prefix": {"authors": folded_prefix}},
+        "query": all_of([among, {"prefix": {"authors": folded_prefix}}]),
         "size": 0,
         "aggs": {
             "authors": {
@@ -168,15 +177,21 @@ def author_completions(folded_prefix: str, limit: int) -> Dsl:
     }
 
 
-def word_completions(folded_prefix: str, limit: int) -> Dsl:
-    """Words of titles and abstracts starting with `folded_prefix`, found in a sample of papers
-    holding one. `.exact` is a text field without fielddata, so its words cannot be listed by a
-    terms aggregation; `significant_text` re-reads the text of the sample instead, so a rare
-    word outside it can be missed. Its `bg_count` counts deleted copies of updated papers too,
+def word_completions(folded_prefix: str, among: Dsl) -> Dsl:
+    """Words of titles and abstracts starting with `folded_prefix`, found in a sample of the papers
+    `among` matches holding one. `.exact` is a text field without fielddata, so its words cannot
+    be listed by a terms aggregation; `significant_text` re-reads the text of the sample instead,
+    so a rare word outside it can be missed. Its `bg_count` counts deleted copies of updated papers too,
     so the papers per word are counted by `word_papers`."""
     include = f"{_regexp_literal(folded_prefix)}.*"
     return {
-        "query": {"bool": {"should": [{"prefix": {f"{field}.{EXACT}": folded_prefix}} for field in TEXT_FIELDS]}},
+        "query": {
+            "bool": {
+                "filter": [among],
+                "should": [{"prefix": {f"{field}.{EXACT}": folded_prefix}} for field in TEXT_FIELDS],
+                "minimum_should_match": 1,
+            }
+        },
         "size": 0,
         "aggs": {
             "sample": {
@@ -187,7 +202,10 @@ def word_completions(folded_prefix: str, limit: int) -> Dsl:
                             "field": f"{field}.{EXACT}",
                             "source_fields": [field],
                             "include": include,
-                            "size": limit + FACET_HEADROOM,
+                            "size": SAMPLED_WORDS,
+                            # Every word of the sample (up to SAMPLED_WORDS): the default heuristic drops
+                            # those no more frequent in the sample than in all papers.
+                            "percentage": {},
                             "min_doc_count": 1,
                             "shard_min_doc_count": 1,
                         }
@@ -199,10 +217,11 @@ def word_completions(folded_prefix: str, limit: int) -> Dsl:
     }
 
 
-def word_papers(words: list[str]) -> Dsl:
-    """Papers holding each word, per field (`title:word`, `abstract:word`), counted over every paper."""
+def word_papers(words: list[str], among: Dsl) -> Dsl:
+    """Papers holding each word, per field (`title:word`, `abstract:word`), counted over the papers
+    `among` matches."""
     checks = {f"{field}:{word}": {"term": {f"{field}.{EXACT}": word}} for word in words for field in TEXT_FIELDS}
-    return {"query": MATCH_ALL, "size": 0, "aggs": {"papers": {"filters": {"filters": checks}}}}
+    return {"query": among, "size": 0, "aggs": {"papers": {"filters": {"filters": checks}}}}
 
 
 def more_like(index: str, paper_id: str, any_word: bool) -> Dsl:

@@ -37,7 +37,7 @@ from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node
 from searchsvc.core.ranking import RELATED_KEY_TERMS, related_order
-from searchsvc.core.suggestions import Suggestion, typed
+from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -283,14 +283,18 @@ class WhooshBackend:
         return FacetLookup(name=name, prefix=prefix, values=values, truncated=truncated)
 
     @_in_turn
-    def suggest(self, q: str, limit: int) -> list[Suggestion]:
-        """Completions of the query's last word from arrays built when the generation was opened:
-        a lookup is two binary searches and one partition, so the deadline is read around it."""
+    def suggest(self, start: Typed, narrowing: SearchRequest, tree: Node | None, limit: int) -> list[Suggestion]:
+        """Completions from arrays built when the generation was opened: unnarrowed, a lookup is two
+        binary searches and one partition; narrowed, the search's match and a count per candidate
+        (suggesting.py), each checking the deadline."""
         deadline = self._deadline()
         gen = self._generations.get()
         deadline.check()
-        start = typed(q)
-        found = [] if start is None else gen.completions.suggest(start, limit)
+        if tree is None and not narrowing.filtered:
+            found = gen.completions.suggest(start, limit)
+        else:
+            among = match(gen, narrowing, tree, deadline, self.settings).all_words
+            found = gen.completions.suggest_among(start, among, gen.postings, gen.facets, limit, deadline.check)
         deadline.check()
         return found
 

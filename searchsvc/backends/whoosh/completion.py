@@ -11,7 +11,7 @@ partition of the ranks in that range: the smallest ranks are the best texts.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -66,9 +66,7 @@ class Completions:
         """The `limit` texts with the most papers having a key that starts with `prefix` (folded)."""
         if not prefix or limit < 1:
             return []
-        low = bisect_left(self._keys, prefix)
-        high = bisect_left(self._keys, prefix + _PAST_EVERY_KEY, lo=low)
-        ranks = self._ranks[low:high]
+        ranks = self._ranks_of(prefix)
         wanted = limit
         while True:  # a text with two keys in the range appears twice: take more until `limit` differ
             best = np.unique(ranks if len(ranks) <= wanted else np.partition(ranks, wanted)[:wanted])
@@ -76,3 +74,16 @@ class Completions:
                 break
             wanted *= 2
         return [(self._texts[rank], self._papers[rank]) for rank in best[:limit].tolist()]
+
+    def with_prefix(self, prefix: str) -> Iterator[tuple[str, int]]:
+        """(text, papers) of every text having a key that starts with `prefix`, most papers first."""
+        if not prefix:
+            return
+        for rank in np.unique(self._ranks_of(prefix)).tolist():
+            yield self._texts[rank], self._papers[rank]
+
+    def _ranks_of(self, prefix: str) -> npt.NDArray[np.int32]:
+        """The rank of each key starting with `prefix` (a text once per such key)."""
+        low = bisect_left(self._keys, prefix)
+        high = bisect_left(self._keys, prefix + _PAST_EVERY_KEY, lo=low)
+        return self._ranks[low:high]

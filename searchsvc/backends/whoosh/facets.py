@@ -219,6 +219,12 @@ class FacetIndex:
         counted = self._counted(name, self.all_docs, {})
         return [(str(value), count) for value, count in zip(facet.values, counted.tolist(), strict=True) if count]
 
+    def papers_among(self, name: str, among: Mask) -> dict[str, int]:
+        """Each value of facet `name` held by papers of `among`, with how many of them hold it."""
+        facet = self._facets[name]
+        counted = np.bincount(facet.entry_value[among[facet.entry_doc]], minlength=len(facet.values))
+        return {str(facet.values[i]): int(counted[i]) for i in np.flatnonzero(counted).tolist()}
+
     def tails(self, name: str) -> Callable[[str | int], tuple[str, ...]]:
         """Each value of facet `name` → its folded text from each word on, as `core.text.word_tails`
         gives, computed once per value in this process rather than at every open."""

@@ -1,6 +1,7 @@
 // Suggestions as you type: the search box becomes an ARIA 1.2 combobox (list autocomplete).
 // Progressive enhancement only: without this file the box is a plain search field and the
-// form submits as typed. The suggestions come from GET /api/suggest (data-suggest-url).
+// form submits as typed. The suggestions come from GET /api/suggest (data-suggest-url), sent the
+// form's filters.
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -86,7 +87,10 @@ document.addEventListener("DOMContentLoaded", () => {
     if (pending) pending.abort(); // a slower answer to an older prefix must not win
     pending = new AbortController();
     try {
-      const response = await fetch(`${url}?${new URLSearchParams({ q })}`, { signal: pending.signal });
+      // The whole form: its filters narrow the suggestions as they narrow the search.
+      const params = new URLSearchParams(new FormData(input.form));
+      params.set("q", q);
+      const response = await fetch(`${url}?${params}`, { signal: pending.signal });
       if (!response.ok) return close(); // e.g. a query too long: the search itself says why
       const answer = await response.json();
       if (answer.q === input.value) show(answer.suggestions);
