@@ -24,6 +24,7 @@ from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.model import Hit
 from searchsvc.core.paper import Paper
 from searchsvc.operations.rebuild import rebuild
+from searchsvc.operations.search import related
 from searchsvc.settings import load_settings
 
 METHODS = {"more-like-this": False, "meaning": True}  # method → semantic_ranking
@@ -57,8 +58,8 @@ def evaluate(index_dir: Path, vector_store: Path, papers: int | None, top: int, 
     for paper_id in chosen:
         paper = meaning.paper(paper_id)
         for method, backend in backends.items():
-            related = backend.related(paper_id, top)
-            for signal, values in _shares(paper, related, top).items():
+            found = related(backend, paper_id, top)
+            for signal, values in _shares(paper, found, top).items():
                 if values is not None:
                     shares[method][signal].append(values)
     summary = {

@@ -12,7 +12,7 @@ from searchsvc.core.deadline import Deadline
 from searchsvc.core.model import FacetLookup, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import Node
+from searchsvc.core.query import Node, SimilarTo
 from searchsvc.core.ranking import CandidateSource, Ref
 from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
@@ -179,8 +179,11 @@ class Backend(Protocol):
     def paper(self, paper_id: str) -> Paper:
         """One paper by id (PaperNotFound if there is none)."""
 
-    def related(self, paper_id: str, limit: int) -> list[Hit]:
-        """Papers most like the given one, best first."""
+    def similar(self, to: SimilarTo, request: SearchRequest, limit: int) -> list[Hit]:
+        """The `limit` papers most like `to.like` and unlike `to.unlike` (core.ranking.rocchio on
+        their vectors; their distinctive words while ranking by meaning is off or pending), among
+        what `to.rest` and the request's filters find, the given papers left out (PaperNotFound
+        for an unknown one)."""
 
     def status(self) -> dict[str, Any]:
         """Facts about the index this process serves: generation, doc_count, built_at, engine, ..."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 
-from searchsvc.core.model import FacetValue
+from searchsvc.core.model import FacetValue, Hit, SearchRequest
 
 Value = str | int
 
@@ -37,3 +38,22 @@ def listing(
     shown = set(sorted(counts, key=order)[:limit]) | set(listed)
     values = [FacetValue(value, counts.get(value, 0), value in marked) for value in sorted(shown, key=order)]
     return values + [FacetValue(value, 0, True) for value in unknown]
+
+
+def counted_in(hits: Sequence[Hit], request: SearchRequest, limit: int) -> dict[str, list[FacetValue]]:
+    """The facets of a short ranked list (a `similar:` search's nearest papers): each value counted
+    over those papers, the request's selections marked (names and subjects case-insensitively)."""
+    counts: dict[str, Counter[Value]] = {
+        "year": Counter(hit.year for hit in hits if hit.year is not None),
+        "subject": Counter(value for hit in hits for value in dict.fromkeys(hit.subjects)),
+        "author": Counter(value for hit in hits for value in dict.fromkeys(hit.authors)),
+    }
+    chosen = {name: {value.casefold() for value in getattr(request, name)} for name in ("subject", "author")}
+    facets = {}
+    for name, counted in counts.items():
+        if name == "year":
+            marked = {value for value in counted if request.year_selected(int(value))}
+        else:
+            marked = {value for value in counted if str(value).casefold() in chosen[name]}
+        facets[name] = listing(counted, marked, marked, [], limit, by_value=name == "year")
+    return facets

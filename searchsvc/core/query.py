@@ -2,8 +2,9 @@
 
 Syntax: words (papers with all of them rank first, papers with some below), `"exact
 phrase"`, `AND`, `OR`, `NOT` and `-word`, parentheses, field prefixes `title:`,
-`abstract:`, `author:`, `subject:`, `year:` (a year or a range such as `2018-2020`), and a
-trailing wildcard `embed*`.
+`abstract:`, `author:`, `subject:`, `year:` (a year or a range such as `2018-2020`), a
+trailing wildcard `embed*`, and `similar:<paper id>` (papers like that one; `-similar:` unlike
+it), which the search recipe answers apart (`similar_to`).
 
 Text people paste must still find papers, so a `-` inside a word (`memory-efficient`), a
 colon after an unknown word (`Results:`) and unbalanced parentheses in a query that uses no
@@ -22,7 +23,7 @@ from lark.exceptions import VisitError
 
 from searchsvc.core.errors import QuerySyntaxError, QueryTooBroad
 
-FIELDS = ("title", "abstract", "author", "subject", "year")
+FIELDS = ("title", "abstract", "author", "subject", "year", "similar")
 TEXT_FIELDS = ("title", "abstract")  # what an unprefixed word searches
 
 _GRAMMAR = r"""
@@ -42,14 +43,14 @@ _AND: "AND"
 _NOT: "NOT"
 // A minus is negation only at the start of a word: "memory-efficient" stays one word.
 NEG.2: /(?<![^\s(])-(?=[^\s)\-])/
-FIELD.3: /(?i:title|abstract|author|subject|year):/
+FIELD.3: /(?i:title|abstract|author|subject|year|similar):/
 PHRASE: /"[^"]*"/
 WORD: /[^\s()"]+/
 %ignore /\s+/
 """
 
 _PARSER = Lark(_GRAMMAR, parser="lalr", lexer="basic", maybe_placeholders=False)
-_CLEAR_SYNTAX = re.compile(r'\b(AND|OR|NOT)\b|"|\b(?i:title|abstract|author|subject|year):')
+_CLEAR_SYNTAX = re.compile(r'\b(AND|OR|NOT)\b|"|\b(?i:title|abstract|author|subject|year|similar):')
 # Parentheses deeper than this are not a search anyone types, and each level costs stack.
 MAX_NESTING = 20
 _YEARS = re.compile(r"(?P<low>\d{4})?(?P<dash>-|\.\.)?(?P<high>\d{4})?")
@@ -150,6 +151,51 @@ def required_words(node: Node | None) -> Node | None:
     if not isinstance(node, Group):
         return None
     return AllOf(node.nodes)
+
+
+@dataclass(frozen=True)
+class SimilarTo:
+    """`similar:` clauses: papers like those of `like` (and unlike those of `unlike`), among what
+    the rest of the query finds."""
+
+    like: tuple[str, ...]
+    unlike: tuple[str, ...]
+    rest: Node | None
+
+
+def similar_to(node: Node | None) -> SimilarTo | None:
+    """The query's `similar:` clauses apart from the rest, or None if it has none. They must stand
+    at the top of the query (beside words, which then narrow what is ranked by likeness)."""
+    if node is None:
+        return None
+    clauses = node.nodes if isinstance(node, Group | AllOf) else (node,)
+    like: list[str] = []
+    unlike: list[str] = []
+    rest: list[Node | None] = []
+    for clause in clauses:
+        inner = clause.node if isinstance(clause, Not) else clause
+        if isinstance(inner, Word | Phrase) and inner.field == "similar":
+            (unlike if isinstance(clause, Not) else like).append(inner.text.strip())
+        else:
+            _no_similar_inside(clause)
+            rest.append(clause)
+    if not like and not unlike:
+        return None
+    if not like:
+        raise query_error("-similar: needs a similar: beside it, saying which papers to be like", 0)
+    kind = type(node) if isinstance(node, Group | AllOf) else Group
+    return SimilarTo(tuple(dict.fromkeys(like)), tuple(dict.fromkeys(unlike)), _combine(kind, list(rest)))
+
+
+def _no_similar_inside(node: Node) -> None:
+    if isinstance(node, Word | Phrase | Prefix) and node.field == "similar":
+        where = "a wildcard" if isinstance(node, Prefix) else "OR, NOT or parentheses"
+        raise query_error(f"similar: takes a paper id and cannot be inside {where}", node.start)
+    if isinstance(node, Not):
+        _no_similar_inside(node.node)
+    elif isinstance(node, AllOf | AnyOf | Group):
+        for child in node.nodes:
+            _no_similar_inside(child)
 
 
 def searched_fields(field: str | None) -> tuple[str, ...]:

@@ -121,7 +121,25 @@ class Rows(Protocol):
     def __getitem__(self, rows: slice) -> np.ndarray: ...
 
 
-def related_order(vectors: Rows, paper: np.ndarray, limit: int, exclude: Sequence[int] = ()) -> list[tuple[int, float]]:
+# Rocchio's weights (Manning, Raghavan & Schütze, Introduction to Information Retrieval, 9.1.1):
+# papers to be unlike count for less than papers to be like, since both usually share a topic.
+UNLIKE_WEIGHT = 0.25
+
+
+def rocchio(like: np.ndarray, unlike: np.ndarray) -> np.ndarray:
+    """The unit vector "like these, unlike those": the mean of the `like` rows minus
+    `UNLIKE_WEIGHT` times the mean of the `unlike` rows (either a 2-d array of unit vectors)."""
+    target = like.astype(np.float32).mean(axis=0)
+    if len(unlike):
+        target = target - UNLIKE_WEIGHT * unlike.astype(np.float32).mean(axis=0)
+    norm = float(np.linalg.norm(target))
+    unit: np.ndarray = target / norm if norm > 0 else target
+    return unit
+
+
+def related_order(
+    vectors: Rows, paper: np.ndarray, limit: int, exclude: Sequence[int] | np.ndarray = ()
+) -> list[tuple[int, float]]:
     """Rows of `vectors` nearest in meaning to `paper` (cosine of unit vectors), the `limit`
     best first, ties to the lower row; never the rows of `exclude` (the paper's own, deleted ones)."""
     similarity = similarities(vectors, paper)

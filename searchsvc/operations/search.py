@@ -19,7 +19,8 @@ import numpy as np
 from searchsvc.backends import Answer, Backend
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline, budget
-from searchsvc.core.errors import PaperNotFound
+from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
+from searchsvc.core.facet_order import counted_in
 from searchsvc.core.identifiers import Pasted, pasted
 from searchsvc.core.model import (
     FacetLookup,
@@ -31,7 +32,7 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node, check_term_count, meaning, parse, required_words
+from searchsvc.core.query import Node, SimilarTo, check_term_count, meaning, parse, required_words, similar_to
 from searchsvc.core.ranking import rank_page
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.text import opening
@@ -40,6 +41,7 @@ from searchsvc.semantic.selection import query_encoder
 from searchsvc.settings import Settings
 
 Ranked = list[tuple[Any, float | None]]
+SIMILAR_RESULTS = 100  # papers a `similar:` search ranks: the nearest ones, paged
 
 
 def search(backend: Backend, request: SearchRequest) -> SearchResult:
@@ -53,6 +55,9 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
     if isinstance(found, SearchResult):
         return found
     tree = _parsed(backend.settings, request)
+    like = similar_to(tree)
+    if like is not None:
+        return _similar(backend, request, like, started, deadline)
     with backend.answer(request, tree, deadline, "page") as answer:
         ranked = _ranked(answer, request, tree, backend.settings, deadline)
         hits = answer.hits(ranked)
@@ -69,6 +74,32 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
         suggestion=suggestion,
         identifier=found,
     )
+
+
+def _similar(
+    backend: Backend, request: SearchRequest, like: SimilarTo, started: float, deadline: Deadline
+) -> SearchResult:
+    """Papers like the `similar:` ones (Rocchio: nearest the mean of their vectors minus a share of
+    the `-similar:` ones'), among what the rest of the query and the filters find: the
+    `SIMILAR_RESULTS` nearest, paged; facets count those."""
+    try:
+        found = backend.similar(like, request, SIMILAR_RESULTS)
+    except PaperNotFound as missing:
+        message = f"similar: {missing.message}"
+        raise QuerySyntaxError(f"{QuerySyntaxError.label}: {message}", {"q": [message]}) from None
+    deadline.check()
+    return SearchResult(
+        request=request,
+        total=len(found),
+        hits=found[request.start : request.end],
+        facets=counted_in(found, request, backend.settings.facet_limit),
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
+
+
+def related(backend: Backend, paper_id: str, limit: int) -> list[Hit]:
+    """The papers most like one paper, in the whole collection: its paper page's list."""
+    return backend.similar(SimilarTo((paper_id,), (), None), SearchRequest(), limit)
 
 
 def _identified(
@@ -108,6 +139,9 @@ def export(backend: Backend, request: SearchRequest, limit: int) -> list[Paper]:
     """The first `limit` papers of the search's whole ordered result set, ranked as its pages are."""
     whole = replace(request, page=1, per_page=limit)
     deadline, tree = budget(backend.settings.search_time_limit_ms), _parsed(backend.settings, whole)
+    like = similar_to(tree)
+    if like is not None:
+        return papers_by_id(backend, [hit.id for hit in backend.similar(like, whole, min(limit, SIMILAR_RESULTS))])
     with backend.answer(whole, tree, deadline, "export") as answer:
         return answer.papers(_ranked(answer, whole, tree, backend.settings, deadline))
 
@@ -124,7 +158,7 @@ def papers_by_id(backend: Backend, ids: Sequence[str]) -> list[Paper]:
 
 def facet_values(backend: Backend, name: str, prefix: str, request: SearchRequest, limit: int) -> FacetLookup:
     """Values of facet `name` with a word starting with `prefix`, counted as the search's facets are."""
-    return backend.facet_values(name, prefix, request, _parsed(backend.settings, request), limit)
+    return backend.facet_values(name, prefix, request, _parsed_words(backend.settings, request, "facet values"), limit)
 
 
 def suggest(backend: Backend, wanted: SuggestRequest) -> list[Suggestion]:
@@ -135,13 +169,22 @@ def suggest(backend: Backend, wanted: SuggestRequest) -> list[Suggestion]:
     if start is None:
         return []
     narrowing = replace(wanted.search, q=start.kept.strip(), sort="relevance", page=1)
-    return backend.suggest(start, narrowing, _parsed(backend.settings, narrowing), wanted.limit)
+    return backend.suggest(start, narrowing, _parsed_words(backend.settings, narrowing, "suggestions"), wanted.limit)
 
 
 def _parsed(settings: Settings, request: SearchRequest) -> Node | None:
     """The request's query parsed, refused when it has too many terms."""
     tree = parse(request.q)
     check_term_count(tree, settings.max_query_terms)
+    return tree
+
+
+def _parsed_words(settings: Settings, request: SearchRequest, what: str) -> Node | None:
+    """The request's query parsed for `what`, which counts what words find: `similar:` refused."""
+    tree = _parsed(settings, request)
+    if similar_to(tree) is not None:
+        message = f"similar: ranks a search's results and cannot narrow {what}; search with it instead"
+        raise QuerySyntaxError(f"{QuerySyntaxError.label}: {message}", {"q": [message]})
     return tree
 
 

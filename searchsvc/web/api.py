@@ -20,6 +20,7 @@ from searchsvc.web.schemas import (
     RelatedPapersSchema,
     SearchRequestSchema,
     SearchResultSchema,
+    SimilarRequestSchema,
     SuggestionsSchema,
     SuggestRequestSchema,
     load_params,
@@ -44,6 +45,21 @@ _PAPER_ID = {"paper_id": {"type": "string", "description": "The paper's id, as i
 def search() -> Response:
     search_request = load_params(SearchRequestSchema(service().settings), request.args)
     return jsonify(SearchResultSchema().dump(searching.search(service().backend, search_request)))
+
+
+@blueprint.get("/similar")
+@documented(
+    Operation(
+        "Papers like the given ones and unlike the `not` ones (the mean of their vectors, Rocchio), "
+        "among what the query and filters find: the 100 nearest, paged, as a search result",
+        params=SimilarRequestSchema,
+        response=SearchResultSchema,
+        errors=(400, 503),
+    )
+)
+def similar() -> Response:
+    similar_request = load_params(SimilarRequestSchema(service().settings), request.args)
+    return jsonify(SearchResultSchema().dump(searching.search(service().backend, similar_request)))
 
 
 @blueprint.get("/suggest")
@@ -75,7 +91,7 @@ def paper(paper_id: str) -> Response:
     )
 )
 def related(paper_id: str) -> Response:
-    results = service().backend.related(paper_id, service().settings.related_papers)
+    results = searching.related(service().backend, paper_id, service().settings.related_papers)
     return jsonify(RelatedPapersSchema().dump({"id": paper_id, "results": results}))
 
 

@@ -164,8 +164,8 @@ class _MeteredBackend:
     def facet_values(self, *args: Any) -> Any:
         return self._timed(self._backend.facet_values, *args)
 
-    def related(self, *args: Any) -> Any:
-        return self._timed(self._backend.related, *args)
+    def similar(self, *args: Any) -> Any:
+        return self._timed(self._backend.similar, *args)
 
     @staticmethod
     def _timed(call: Callable[..., Any], *args: Any) -> Any:

@@ -202,6 +202,36 @@ class ExportRequestSchema(SearchRequestSchema):
         return ExportRequest(self._search_request(data), format=data["format"], ids=tuple(data["id"]))
 
 
+MAX_SIMILAR_PAPERS = 50  # papers given to be like or unlike: each is read and averaged
+
+
+class SimilarRequestSchema(SearchRequestSchema):
+    """Papers like the given ones: `similar:` clauses added to a search (its query, filters, page)."""
+
+    id = fields.List(
+        fields.String(validate=_paper_id),
+        required=True,
+        error_messages={"required": "Choose at least one paper."},
+        validate=validate.Length(min=1, max=MAX_SIMILAR_PAPERS, error="Give 1 to {max} papers."),
+        metadata={"description": "A paper to be like (repeatable)."},
+    )
+    unlike = fields.List(
+        fields.String(validate=_paper_id),
+        load_default=list,
+        data_key="not",
+        validate=validate.Length(max=MAX_SIMILAR_PAPERS, error="At most {max} papers."),
+        metadata={"description": "A paper to be unlike (repeatable)."},
+    )
+
+    class Meta:
+        exclude = ("sort",)
+
+    def _build(self, data: dict[str, Any]) -> SearchRequest:
+        clauses = [f'similar:"{paper_id}"' for paper_id in data["id"]]
+        clauses += [f'-similar:"{paper_id}"' for paper_id in data["unlike"]]
+        return self._search_request({**data, "q": " ".join([*clauses, data["q"]])})
+
+
 def load_params(schema: Schema, params: Mapping[str, Any]) -> Any:
     """Validated request from raw parameters, or `InvalidRequest` naming every bad field.
 
@@ -210,7 +240,7 @@ def load_params(schema: Schema, params: Mapping[str, Any]) -> Any:
     """
     getlist = getattr(params, "getlist", None)
     if getlist is not None:
-        lists = {name for name, field in schema.fields.items() if isinstance(field, fields.List)}
+        lists = {field.data_key or name for name, field in schema.fields.items() if isinstance(field, fields.List)}
         repeated = {name: ["Given more than once."] for name in params if name not in lists and len(getlist(name)) > 1}
         if repeated:
             raise InvalidRequest(f"invalid parameters: {', '.join(sorted(repeated))}", repeated)

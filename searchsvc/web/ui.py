@@ -20,7 +20,7 @@ from searchsvc.operations import search as searching
 from searchsvc.operations.authors import author_profile
 from searchsvc.web.health import changed_at
 from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
-from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, load_params
+from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, SimilarRequestSchema, load_params
 from searchsvc.web.service import service
 from searchsvc.web.year_histogram import year_histogram
 
@@ -91,6 +91,17 @@ def search() -> tuple[str, int] | Response:
     ), 200
 
 
+@blueprint.get("/similar")
+def similar() -> tuple[str, int] | Response:
+    """Papers chosen on a results page (`id`, repeatable): the search for papers like them."""
+    params = _given_params()
+    try:
+        like: SearchRequest = load_params(SimilarRequestSchema(service().settings), params)
+    except InvalidRequest as error:
+        return _render_form_error(params, error), 400
+    return redirect(_links(like).to(like), 303)
+
+
 @blueprint.get("/papers/<path:paper_id>")
 def paper(paper_id: str) -> str:
     backend = service().backend
@@ -98,7 +109,7 @@ def paper(paper_id: str) -> str:
     return render_template(
         "paper.html",
         paper=found,
-        related=backend.related(paper_id, service().settings.related_papers),
+        related=searching.related(backend, paper_id, service().settings.related_papers),
         bibtex=bibtex_entry(found),
         links=_links(SearchRequest(per_page=service().settings.default_per_page)),
     )

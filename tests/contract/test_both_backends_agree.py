@@ -103,6 +103,25 @@ def test_both_backends_suggest_the_same_completions(both: dict[str, FlaskClient]
     assert whoosh["suggestions"] and opensearch == whoosh
 
 
+def test_both_backends_find_the_same_papers_like_these(both: dict[str, FlaskClient]) -> None:
+    """`similar:` and /api/similar: the same papers, places and scores (the same stored vectors)."""
+    whoosh = both["whoosh"]
+    liked = [
+        whoosh.get("/api/search", query_string={"q": q}).json["results"][0]["id"] for q in ("checkpointing", "DLRM")
+    ]
+    unliked = whoosh.get("/api/search", query_string={"q": "compositional embeddings"}).json["results"][0]["id"]
+    requests = [
+        ("/api/similar", [("id", liked[0]), ("id", liked[1]), ("not", unliked), ("per_page", "100")]),
+        ("/api/search", [("q", f'similar:"{liked[0]}" training'), ("year_from", "2020"), ("per_page", "100")]),
+        ("/api/papers/" + liked[1] + "/related", []),
+    ]
+    for path, params in requests:
+        answers = [both[kind].get(path, query_string=params).json for kind in BACKENDS]
+        found = [[(hit["id"], hit["score"]) for hit in answer["results"]] for answer in answers]
+        assert found[0] and found[0] == found[1], path
+        assert answers[0].get("facets") == answers[1].get("facets")
+
+
 def test_plain_words_rank_every_place_alike_on_both_backends(both: dict[str, FlaskClient]) -> None:
     """A pasted sentence over all 28 seed papers: every place, score and tier the same, not only a page."""
     params = {

@@ -19,7 +19,7 @@ from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress
 from searchsvc.operations.rebuild import rebuild
-from searchsvc.operations.search import search
+from searchsvc.operations.search import related, search
 from searchsvc.semantic.store import StoredVectors, content_key, load, paper_text, save, store_file
 from searchsvc.settings import load_settings
 from tests.helpers.backends import BackendFactory
@@ -100,7 +100,7 @@ def test_related_papers_by_meaning_agree_on_both_engines(engines: dict[str, Back
     same = 0
     for paper in search(engines["whoosh"], SearchRequest(q="recommendation", per_page=8)).hits:
         whoosh, opensearch = (
-            [(hit.id, hit.score) for hit in engines[kind].related(paper.id, 5)] for kind in ("whoosh", "opensearch")
+            [(hit.id, hit.score) for hit in related(engines[kind], paper.id, 5)] for kind in ("whoosh", "opensearch")
         )
         assert len(opensearch) == 5 and opensearch[0] == whoosh[0]
         assert [score for _id, score in opensearch] == sorted((score for _id, score in opensearch), reverse=True)
@@ -108,7 +108,7 @@ def test_related_papers_by_meaning_agree_on_both_engines(engines: dict[str, Back
         assert len(set(opensearch) & set(whoosh)) >= 4
         same += opensearch == whoosh
     assert same >= 6  # measured: 7 of the 8 lists are identical
-    lexical = [hit.id for hit in _lexical(engines["opensearch"]).related(paper.id, 5)]
+    lexical = [hit.id for hit in related(_lexical(engines["opensearch"]), paper.id, 5)]
     assert lexical != [paper_id for paper_id, _score in opensearch]  # more_like_this's own order when off
 
 

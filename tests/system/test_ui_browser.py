@@ -115,6 +115,14 @@ def follow_key(page: Page, key: str) -> None:
         page.keyboard.press(key)
 
 
+def typed_in_the_search_box(page: Page, url: str, text: str) -> Locator:
+    """Open `url` and type `text` into its search box: the suggestions' list box."""
+    page.goto(url)
+    loaded(page).get_by_role("combobox", name="Search papers").focus()
+    page.keyboard.type(text)
+    return page.get_by_role("listbox", name="Suggestions")
+
+
 def texts(page: Page, selector: str) -> list[str]:
     return loaded(page).locator(selector).all_inner_texts()
 
@@ -512,12 +520,7 @@ def test_suggestions_as_you_type_by_keyboard_alone(base: str, page: Page) -> Non
 
 def test_suggestions_are_counted_under_the_page_filters(base: str, page: Page) -> None:
     """The page's filters narrow what is suggested, and picking a suggestion keeps them."""
-    page.goto(f"{base}/?author=Maxim+Naumov&year_from=2024")
-    loaded(page)
-    box = page.get_by_role("combobox", name="Search papers")
-    box.focus()
-    page.keyboard.type("naum")
-    listbox = page.get_by_role("listbox", name="Suggestions")
+    listbox = typed_in_the_search_box(page, f"{base}/?author=Maxim+Naumov&year_from=2024", "naum")
     expected = get(f"{base}/api/search?author=Maxim+Naumov&year_from=2024")[1]["total"]
     assert 1 < expected < get(f"{base}/api/search?author=Maxim+Naumov")[1]["total"]
     naumov = listbox.get_by_role("option", name=re.compile(f"^Maxim Naumov author, {expected} papers$"))
@@ -531,13 +534,32 @@ def test_suggestions_are_counted_under_the_page_filters(base: str, page: Page) -
     )
 
 
+def test_more_like_this_and_more_like_the_chosen_papers(base: str, page: Page) -> None:
+    """Each result links to the papers like it; papers chosen by their boxes to the papers like
+    them all. The results page with those controls passes the audit, as does the answer."""
+    page.goto(f"{base}/?q=embedding")
+    first_two = [hit["id"] for hit in get(f"{base}/api/search?q=embedding")[1]["results"][:2]]
+    assert_accessible(loaded(page), "results with their more-like-this controls")
+    hits = page.locator("li.hit")
+    follow(hits.first.get_by_role("link", name=re.compile("^More like this")))
+    assert params(loaded(page))["q"] == [f'similar:"{first_two[0]}"']
+    expected = [hit["id"] for hit in get(f"{base}/api/similar?id={first_two[0]}")[1]["results"]]
+    shown = [link.get_attribute("href") for link in page.locator("li.hit h2 a").all()]
+    assert shown == [f"/papers/{paper_id}" for paper_id in expected]
+    assert first_two[0] not in expected
+    assert_accessible(page, "papers like one")
+
+    page.goto(f"{base}/?q=embedding")
+    for hit in loaded(page).locator("li.hit").all()[:2]:
+        hit.get_by_role("checkbox", name=re.compile("^Choose")).check()
+    follow(page.get_by_role("button", name="More like the chosen papers"))
+    assert params(loaded(page))["q"] == [" ".join(f'similar:"{paper_id}"' for paper_id in first_two)]
+    assert page.locator("li.hit").count() > 0
+
+
 def test_escape_closes_the_suggestions_and_enter_searches_what_was_typed(base: str, page: Page) -> None:
-    page.goto(f"{base}/")
-    loaded(page)
+    listbox = typed_in_the_search_box(page, f"{base}/", "compo")
     box = page.get_by_role("combobox", name="Search papers")
-    box.focus()
-    page.keyboard.type("compo")
-    listbox = page.get_by_role("listbox", name="Suggestions")
     expect(listbox).to_be_visible()
     page.keyboard.press("Escape")
     expect(listbox).to_be_hidden()

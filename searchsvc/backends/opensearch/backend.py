@@ -39,8 +39,8 @@ from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import Node
-from searchsvc.core.ranking import related_order
+from searchsvc.core.query import Node, SimilarTo
+from searchsvc.core.ranking import related_order, rocchio
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.text import fold
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
@@ -328,29 +328,36 @@ class OpenSearchBackend:
     def paper(self, paper_id: str) -> Paper:
         return Paper.from_stored(self._stored(paper_id, SOURCE))
 
-    def related(self, paper_id: str, limit: int) -> list[Hit]:
-        """The papers nearest in meaning to this one among the `RELATED_CANDIDATES` sharing most
-        of its distinctive words (more_like_this); in more_like_this order while vectors are
-        pending or ranking by meaning is off (docs/scaling.md says how this differs from Whoosh)."""
+    def similar(self, to: SimilarTo, request: SearchRequest, limit: int) -> list[Hit]:
+        """The papers nearest in meaning to `to` (core.ranking.rocchio) among the
+        `RELATED_CANDIDATES` of the match sharing most of the liked papers' distinctive words
+        (more_like_this), or the whole match where it holds no more than those; in more_like_this
+        order while vectors are pending or ranking by meaning is off (docs/scaling.md says how this
+        differs from Whoosh)."""
         by_meaning = self.settings.semantic_ranking
-        own = self._stored(paper_id, [*SOURCE, VECTOR] if by_meaning else SOURCE)  # PaperNotFound first
+        fields = [*SOURCE, VECTOR] if by_meaning else SOURCE
+        liked = [self._stored(paper_id, fields) for paper_id in to.like]  # PaperNotFound first
+        unliked = [self._stored(paper_id, fields) for paper_id in to.unlike]
         with cluster_errors(self._where):
             index = self.generations.serving()
-        own_vector = vectors.vectors_of([own]) if by_meaning else None
-        size = RELATED_CANDIDATES if own_vector is not None else limit
+        like_vectors = vectors.vectors_of(liked) if by_meaning else None
+        unlike_vectors = vectors.vectors_of(unliked) if by_meaning and unliked else np.empty((0, 0))
+        by_vectors = like_vectors is not None and unlike_vectors is not None
         body = {
-            "query": search_bodies.more_like(index, paper_id, any_word=own_vector is not None),
-            "size": size,
-            "_source": [*SOURCE, VECTOR] if own_vector is not None else SOURCE,
+            "query": search_bodies.more_like(
+                index, to.like, to.unlike, search_bodies.plan(request, to.rest).matched(), any_paper=by_vectors
+            ),
+            "size": RELATED_CANDIDATES if by_vectors else limit,
+            "_source": [*SOURCE, VECTOR] if by_vectors else SOURCE,
             "highlight": HIGHLIGHT,
             **self._timeout(),
         }
         docs = self.searches.search(body)["hits"]["hits"]
-        candidates = vectors.vectors_of(doc["_source"] for doc in docs) if own_vector is not None else None
-        if own_vector is None or candidates is None:
+        candidates = vectors.vectors_of(doc["_source"] for doc in docs) if by_vectors else None
+        if like_vectors is None or unlike_vectors is None or candidates is None:
             return [hit(doc, round(doc["_score"], 4)) for doc in docs[:limit]]
         rows = np.argsort(catalogue_ranks(docs))  # catalogue order: ties go as on Whoosh
-        nearest = related_order(candidates[rows], own_vector[0], limit)
+        nearest = related_order(candidates[rows], rocchio(like_vectors, unlike_vectors), limit)
         return [hit(docs[rows[row]], round(score, 4)) for row, score in nearest]
 
     # Parts of a search ----------------------------------------------------------

@@ -73,6 +73,10 @@ class Plan:
         placed = {"filter": [self.required]} if tier == 0 else {"must_not": [self.required]}
         return {"bool": {"must": [self.scored], **placed}}
 
+    def matched(self) -> Dsl:
+        """Every paper the query matches and the filters let through."""
+        return all_of([self.scored, self.post_filter])
+
     def narrowed(self) -> Dsl:
         """The papers of the first tier (all words of a group, where the query has one) that the
         filters let through: what suggestions are counted among."""
@@ -224,19 +228,25 @@ def word_papers(words: list[str], among: Dsl) -> Dsl:
     return {"query": among, "size": 0, "aggs": {"papers": {"filters": {"filters": checks}}}}
 
 
-def more_like(index: str, paper_id: str, any_word: bool) -> Dsl:
-    """Papers sharing the paper's most distinctive words (the paper itself excluded): by
-    default 30% of them; with `any_word` one is enough (candidates to be ordered by meaning)."""
-    like: Dsl = {
+def more_like(index: str, like: tuple[str, ...], unlike: tuple[str, ...], among: Dsl, any_paper: bool) -> Dsl:
+    """Papers of `among` sharing the `like` papers' most distinctive words (those of `unlike` left
+    out of the words, and all of them out of the papers), by default 30% of those words. With
+    `any_paper`, every paper of `among` may come, those sharing the words first: candidates to be
+    ordered by meaning, of which a small match gives all."""
+    more_like_this: Dsl = {
         "fields": list(TEXT_FIELDS),
-        "like": [{"_index": index, "_id": paper_id}],
+        "like": [{"_index": index, "_id": paper_id} for paper_id in like],
         "min_term_freq": 1,
         "min_doc_freq": 1,
         "max_query_terms": RELATED_KEY_TERMS,
     }
-    if any_word:
-        like["minimum_should_match"] = 1
-    return {"more_like_this": like}
+    if unlike:
+        more_like_this["unlike"] = [{"_index": index, "_id": paper_id} for paper_id in unlike]
+    words: Dsl = {"more_like_this": more_like_this}
+    given = {"ids": {"values": [*like, *unlike]}}
+    if any_paper:
+        return {"bool": {"should": [words], "filter": [among], "must_not": [given]}}
+    return {"bool": {"must": [words], "filter": [among], "must_not": [given]}}
 
 
 def _regexp_literal(text: str) -> str:

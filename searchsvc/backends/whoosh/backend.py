@@ -11,6 +11,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from whoosh import query
 
 from searchsvc.backends.analysis import SEARCH_FIELDS
@@ -35,8 +37,8 @@ from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import Node
-from searchsvc.core.ranking import RELATED_KEY_TERMS, related_order
+from searchsvc.core.query import Node, SimilarTo
+from searchsvc.core.ranking import RELATED_KEY_TERMS, related_order, rocchio
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
@@ -303,37 +305,51 @@ class WhooshBackend:
         gen = self._generations.get()
         return Paper.from_stored(gen.searcher.stored_fields(_docnum(gen, paper_id)))
 
-    def related(self, paper_id: str, limit: int) -> list[Hit]:
-        """The papers nearest in meaning to this one among the whole collection (the generation's
-        vectors, scanned with numpy); while they are pending, ranking by meaning is off, or a fresh
-        open is still reading them past half the time left, those sharing its most distinctive
-        words (more-like-this). Its key words are highlighted."""
+    def similar(self, to: SimilarTo, request: SearchRequest, limit: int) -> list[Hit]:
+        """The papers nearest in meaning to `to` among the whole match (the generation's vectors,
+        scanned with numpy); while they are pending, ranking by meaning is off, or a fresh open is
+        still reading them past half the time left, those sharing the liked papers' most
+        distinctive words (more-like-this). Those words are highlighted."""
         deadline = self._deadline()
         self._newest_generation(deadline)
         if self.settings.semantic_ranking:  # waited for before the turn, as a new generation is
             with deadline.spending("waiting for the vectors of a fresh open"):
                 self._generations.get().vectors.whole(wait_s=deadline.remaining_ms() / 2000)
         with deadline.turn(self._turn):
-            return self._related(paper_id, limit, deadline)
+            return self._similar(to, request, limit, deadline)
 
-    def _related(self, paper_id: str, limit: int, deadline: Deadline) -> list[Hit]:
+    def _similar(self, to: SimilarTo, request: SearchRequest, limit: int, deadline: Deadline) -> list[Hit]:
         gen = self._generations.get()
-        docnum = _docnum(gen, paper_id)
-        stored = gen.searcher.stored_fields(docnum)
+        like = [_docnum(gen, paper_id) for paper_id in to.like]
+        unlike = [_docnum(gen, paper_id) for paper_id in to.unlike]
+        texts = [gen.searcher.stored_fields(docnum) for docnum in like]
         key_terms = gen.searcher.key_terms_from_text(
-            "abstract", f"{stored['title']} {stored['abstract']}", numterms=RELATED_KEY_TERMS
+            "abstract",
+            " ".join(f"{stored['title']} {stored['abstract']}" for stored in texts),
+            numterms=RELATED_KEY_TERMS,
         )
         deadline.check()
+        if to.rest is None and not request.filtered:
+            allowed = gen.all_docs
+        else:
+            allowed = match(gen, request, to.rest, deadline, self.settings).allowed
+        left_out = np.union1d(np.flatnonzero(~allowed), np.array([*like, *unlike], dtype=np.int64))
         vectors = gen.vectors.whole(wait_s=0) if self.settings.semantic_ranking else None
         if vectors is not None:
-            nearest = related_order(vectors, vectors[docnum], limit, exclude=[docnum, *gen.order.deleted])
+            target = rocchio(np.stack([vectors[d] for d in like]), np.array([vectors[d] for d in unlike]))
+            nearest = related_order(vectors, target, limit, exclude=left_out)
         else:
-            nearest = self._more_like_this(gen, docnum, key_terms, limit, deadline)
+            nearest = self._more_like_this(gen, left_out, key_terms, limit, deadline)
         words = MatchedWords(stemmed=frozenset(term for term, _ in key_terms))
         return hits_of(gen, [(other, round(score, 4)) for other, score in nearest], words, deadline)
 
     def _more_like_this(
-        self, gen: OpenGeneration, docnum: int, key_terms: list[tuple[str, float]], limit: int, deadline: Deadline
+        self,
+        gen: OpenGeneration,
+        left_out: npt.NDArray[np.int64],
+        key_terms: list[tuple[str, float]],
+        limit: int,
+        deadline: Deadline,
     ) -> list[tuple[int, float]]:
         like = query.Or(
             [
@@ -342,9 +358,8 @@ class WhooshBackend:
                 for field in SEARCH_FIELDS
             ]
         )
-        # One more than asked, then the paper itself dropped, under the deadline.
-        best = top_scored(gen.searcher, like, limit + 1, deadline, leave_out=set(gen.order.deleted))
-        return [(d, s) for s, d in best if d != docnum][:limit]
+        best = top_scored(gen.searcher, like, limit, deadline, leave_out=set(left_out.tolist()))
+        return [(d, s) for s, d in best]
 
     def _deadline(self) -> Deadline:
         """The request's one deadline (core.deadline.request_budget), shared by every call it makes."""

@@ -30,7 +30,7 @@ from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.core.suggestions import Suggestion, Typed, combine, most_papers_first
 from searchsvc.core.vocabulary import Vocabulary
 
-WORD_POSTINGS = 1_000_000  # postings read at most to count a prefix's words among narrowed papers
+WORD_POSTINGS = 200_000  # postings read at most to count a prefix's words among narrowed papers
 
 _WORD_FIELDS = tuple(EXACT_FIELDS.values())  # the vocabulary's fields, counted apart as it counts them
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from html import unescape
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from flask import Flask
@@ -173,3 +173,19 @@ def test_find_an_author_lists_matching_names_counted_under_the_search(client: Fl
 
     html = page(client, "/?find_author=" + "n" * 101, 400)
     assert "find_author: Longer than the maximum of 100 characters." in html
+
+
+def test_more_like_the_chosen_papers_searches_similar_to_them(client: FlaskClient) -> None:
+    """The results page's form sends the chosen papers' ids: a search for papers like them, with the
+    page's filters kept; none chosen is the form again, saying so."""
+    response = client.get("/similar?id=2104.05158&id=1909.02107&year_from=2020&q=")
+    assert response.status_code == 303
+    location = response.headers["Location"]
+    assert parse_qs(urlsplit(location).query) == {
+        "q": ['similar:"2104.05158" similar:"1909.02107"'],
+        "year_from": ["2020"],
+    }
+    none_chosen = client.get("/similar?year_from=2020")
+    assert none_chosen.status_code == 400 and "Choose at least one paper." in none_chosen.get_data(as_text=True)
+    html = client.get("/?q=embedding").get_data(as_text=True)
+    assert 'action="/similar"' in html and 'name="id" value="' in html and "More like this" in html

@@ -9,7 +9,7 @@ import pytest
 
 from searchsvc.backends.whoosh import WhooshBackend, indexing
 from searchsvc.core.model import SearchRequest
-from searchsvc.operations.search import search
+from searchsvc.operations.search import related, search
 from tests.helpers.indexes import build_index
 from tests.helpers.paths import SHARED_ACL
 
@@ -56,8 +56,8 @@ def test_segments_written_in_parallel_search_like_one_writer(tmp_path: Path, mon
             (h.id, h.score, h.highlights) for h in expected.hits
         ], request
         assert (found.total, found.facets, found.suggestion) == (expected.total, expected.facets, expected.suggestion)
-    assert [h.id for h in three.related(search(one, QUERIES[2]).hits[0].id, 5)] == [
-        h.id for h in one.related(search(one, QUERIES[2]).hits[0].id, 5)
+    assert [h.id for h in related(three, search(one, QUERIES[2]).hits[0].id, 5)] == [
+        h.id for h in related(one, search(one, QUERIES[2]).hits[0].id, 5)
     ]
 
 

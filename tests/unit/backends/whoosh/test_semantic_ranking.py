@@ -18,7 +18,7 @@ from searchsvc.core.model import SearchRequest
 from searchsvc.core.progress import no_progress
 from searchsvc.operations import update
 from searchsvc.operations.rebuild import rebuild
-from searchsvc.operations.search import search
+from searchsvc.operations.search import related, search
 from searchsvc.semantic import store
 from searchsvc.semantic.encoder import Encoder, ModelUnavailable
 from searchsvc.semantic.store import load
@@ -209,7 +209,7 @@ def test_a_fresh_open_ranks_by_meaning_from_rows_read_on_demand_while_the_whole_
     ]
     built = make_index(records, search_time_limit_ms=1000)
     expected = search(built, SearchRequest(q=QUERY)).hits
-    related = [hit.id for hit in built.related("cardio", 2)]
+    nearest = [hit.id for hit in related(built, "cardio", 2)]
     released = threading.Event()
     find_runs = generation_vectors.find_runs
 
@@ -231,13 +231,13 @@ def test_a_fresh_open_ranks_by_meaning_from_rows_read_on_demand_while_the_whole_
         return whole(vectors, wait_s)
 
     monkeypatch.setattr(generation_vectors.GenerationVectors, "whole", waiting)
-    by_words = [hit.id for hit in fresh.related("cardio", 2)]  # waited half its 1 s, then more-like-this
+    by_words = [hit.id for hit in related(fresh, "cardio", 2)]  # waited half its 1 s, then more-like-this
     assert turns_held == [(True, False), (False, True)]
-    assert by_words == [hit.id for hit in make_index(records, semantic_ranking=False).related("cardio", 2)]
-    assert by_words != related
+    assert by_words == [hit.id for hit in related(make_index(records, semantic_ranking=False), "cardio", 2)]
+    assert by_words != nearest
     released.set()
     assert vectors.whole(wait_s=60) is not None
-    assert [hit.id for hit in fresh.related("cardio", 2)] == related
+    assert [hit.id for hit in related(fresh, "cardio", 2)] == nearest
     assert [(hit.id, hit.score) for hit in search(fresh, SearchRequest(q=QUERY)).hits] == [
         (hit.id, hit.score) for hit in expected
     ]
