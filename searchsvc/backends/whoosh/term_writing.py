@@ -55,7 +55,7 @@ def write_postings(fieldwriter: Any, schema: Any, postings: Iterator[Postings], 
 
 class _TermTable:
     """OrderedHashWriter.add without asking the file where it is twice a term (a system call each):
-    the same entries, index and hash buckets."""
+    the same entries, index and hash buckets, the buckets kept compact (`_CompactBuckets`)."""
 
     def __init__(self, table: Any) -> None:
         self._table = table
@@ -63,7 +63,10 @@ class _TermTable:
         self._write = file.file.write if type(file) is StructFile else file.write
         self._at = table.dbfile.tell()
         self._index = table.index
-        self._buckets = table.buckets
+        if any(table.buckets):
+            raise ValueError("the term table already holds terms")
+        table.buckets = buckets = _CompactBuckets()
+        self._hashes, self._positions = buckets.hashes, buckets.positions
         self._hash = table.hashfn
         self._last = table.lastkey
 
@@ -76,11 +79,28 @@ class _TermTable:
         self._write(entry)
         self._at = at + len(entry)
         hashed = self._hash(key)
-        self._buckets[hashed & 255].append((hashed, at))
+        self._hashes[hashed & 255].append(hashed)
+        self._positions[hashed & 255].append(at)
         self._last = key
 
     def finish(self) -> None:
         self._table.lastkey = self._last
+
+
+class _CompactBuckets:
+    """HashWriter's 256 buckets of (hash, position) pairs, which it keeps as tuples in lists until the
+    segment is closed: about 120 bytes a term, 110 MB for the 930,000 terms of a 150,000-paper
+    segment, the rebuild's memory growing with the collection (docs/performance.md). Here 12 bytes
+    a term in two arrays per bucket; HashWriter's `_write_hashes` gets each bucket as the list of
+    pairs it expects, one bucket at a time."""
+
+    def __init__(self) -> None:
+        self.hashes = [array("I") for _ in range(256)]  # the hash functions give 32 bits
+        self.positions = [array("Q") for _ in range(256)]
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        for hashes, positions in zip(self.hashes, self.positions, strict=True):
+            yield list(zip(hashes, positions, strict=True))
 
 
 class _Blocks:
