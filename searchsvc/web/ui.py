@@ -19,7 +19,7 @@ from searchsvc.core.model import SORTS, SearchRequest
 from searchsvc.operations import search as searching
 from searchsvc.operations.authors import author_profile
 from searchsvc.web.health import changed_at
-from searchsvc.web.page_links import SearchLinks, last_page, page_numbers
+from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, with_query
 from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, SimilarRequestSchema, load_params
 from searchsvc.web.service import service
 from searchsvc.web.year_histogram import year_histogram
@@ -100,6 +100,19 @@ def similar() -> tuple[str, int] | Response:
     except InvalidRequest as error:
         return _render_form_error(params, error), 400
     return redirect(_links(like).to(like), 303)
+
+
+@blueprint.get("/chosen/download")
+def download_chosen() -> tuple[str, int] | Response:
+    """Papers chosen on a results page (`id`, repeatable) as a download in `format`: the export of
+    exactly those. None chosen is the form again, saying so, not an export of every paper."""
+    params = _given_params()
+    chosen = params.getlist("id")
+    if not chosen:
+        error = InvalidRequest("invalid parameters: id", {"id": ["Choose at least one paper."]})
+        return _render_form_error(params, error), 400
+    pairs = [("format", params.get("format", "")), *(("id", paper_id) for paper_id in chosen)]
+    return redirect(with_query(url_for("api.export"), pairs), 303)
 
 
 @blueprint.get("/papers/<path:paper_id>")

@@ -397,6 +397,19 @@ def test_export_links_download_the_current_results(base: str, page: Page) -> Non
     assert Path(download.value.path()).read_text(encoding="utf-8").count("\n@") + 1 == shown
 
 
+def test_chosen_papers_download_as_a_file_of_exactly_them(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=embedding")
+    hits = loaded(page).locator("li.hit")
+    titles = [hit.locator("h2").inner_text() for hit in hits.all()[1:3]]
+    for hit in hits.all()[1:3]:
+        hit.get_by_role("checkbox", name=re.compile("^Choose")).check()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the chosen papers as RIS").click()
+    assert download.value.suggested_filename == "searchsvc-export.ris"
+    ris = Path(download.value.path()).read_text(encoding="utf-8")
+    assert ris.count("ER  - ") == 2 and all(f"TI  - {title}\n" in ris for title in titles)
+
+
 def test_follow_this_search_links_its_feed(base: str, page: Page) -> None:
     page.goto(f"{base}/?q=embedding&subject=cs.IR&sort=oldest&page=1")
     visible = page.get_by_role("link", name="Follow this search").get_attribute("href")

@@ -189,3 +189,16 @@ def test_more_like_the_chosen_papers_searches_similar_to_them(client: FlaskClien
     assert none_chosen.status_code == 400 and "Choose at least one paper." in none_chosen.get_data(as_text=True)
     html = client.get("/?q=embedding").get_data(as_text=True)
     assert 'action="/similar"' in html and 'name="id" value="' in html and "More like this" in html
+
+
+def test_chosen_papers_download_as_an_export_of_exactly_them(client: FlaskClient) -> None:
+    response = client.get("/chosen/download?id=2104.05158&id=1909.02107&format=ris")
+    assert response.status_code == 303
+    assert parse_qs(urlsplit(response.headers["Location"]).query) == {
+        "format": ["ris"],
+        "id": ["2104.05158", "1909.02107"],
+    }
+    none_chosen = client.get("/chosen/download?format=ris")
+    assert none_chosen.status_code == 400 and "Choose at least one paper." in none_chosen.get_data(as_text=True)
+    html = client.get("/?q=embedding").get_data(as_text=True)
+    assert 'formaction="/chosen/download" name="format" value="bibtex"' in html
