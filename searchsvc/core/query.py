@@ -264,7 +264,7 @@ def check_term_count(node: Node | None, limit: int) -> None:
 
 def _term_count(node: Node | None) -> int:
     if isinstance(node, Word | Phrase | Prefix):
-        return 1
+        return 0 if node.field == "similar" else 1  # a paper to be like is read by id, not searched
     if isinstance(node, Not):
         return _term_count(node.node)
     if isinstance(node, AllOf | AnyOf | Group):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from searchsvc.core.errors import QuerySyntaxError
+from searchsvc.core.errors import QuerySyntaxError, QueryTooBroad
 from searchsvc.core.facet_order import counted_in
 from searchsvc.core.model import Hit, SearchRequest
-from searchsvc.core.query import Group, SimilarTo, Word, parse, similar_to
+from searchsvc.core.query import Group, SimilarTo, Word, check_term_count, parse, similar_to
 from searchsvc.core.ranking import UNLIKE_WEIGHT, rocchio
 
 
@@ -53,3 +53,10 @@ def test_facets_of_a_ranked_list_count_its_papers_and_mark_the_selection() -> No
     assert [(v.value, v.count, v.selected) for v in facets["year"]] == [(2021, 2, True), (2020, 1, False)]
     assert [(v.value, v.count) for v in facets["subject"]] == [("cs.LG", 2), ("cs.IR", 1)]
     assert [(v.value, v.count, v.selected) for v in facets["author"]] == [("Ada", 2, True), ("Bo", 2, False)]
+
+
+def test_papers_to_be_like_are_not_counted_as_searched_terms() -> None:
+    """`max_query_terms` bounds the posting lists a query reads; a `similar:` paper is read by id."""
+    check_term_count(parse("similar:a similar:b -similar:c graph"), 1)
+    with pytest.raises(QueryTooBroad):
+        check_term_count(parse("similar:a graph networks"), 1)
