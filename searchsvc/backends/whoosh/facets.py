@@ -221,9 +221,8 @@ class FacetIndex:
 
     def papers_among(self, name: str, among: Mask) -> dict[str, int]:
         """Each value of facet `name` held by papers of `among`, with how many of them hold it."""
-        facet = self._facets[name]
-        counted = np.bincount(facet.entry_value[among[facet.entry_doc]], minlength=len(facet.values))
-        return {str(facet.values[i]): int(counted[i]) for i in np.flatnonzero(counted).tolist()}
+        values, counted = self._facets[name].values, self._counted(name, among, {})
+        return {str(values[i]): int(counted[i]) for i in np.flatnonzero(counted).tolist()}
 
     def tails(self, name: str) -> Callable[[str | int], tuple[str, ...]]:
         """Each value of facet `name` → its folded text from each word on, as `core.text.word_tails`
