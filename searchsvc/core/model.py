@@ -121,6 +121,14 @@ class PastedIdentifier:
     found: bool | None
 
 
+@dataclass(frozen=True)
+class TypoMatch:
+    """A query word no paper holds, as typed, and the words a typo away it matched (core.typos)."""
+
+    typed: str
+    matched: tuple[str, ...]
+
+
 @dataclass
 class SearchResult:
     """A page of hits, the total, and facet counts under the request's other filters."""
@@ -132,6 +140,8 @@ class SearchResult:
     took_ms: float = 0.0
     suggestion: str | None = None
     identifier: PastedIdentifier | None = None
+    typos: list[TypoMatch] = field(default_factory=list)
+    exact_query: str | None = None  # the query with those words quoted: searched as typed, no typo matches
 
     @property
     def page(self) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from searchsvc.backends import Answer, Backend
-from searchsvc.core import spelling
+from searchsvc.core import spelling, typos
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
 from searchsvc.core.facet_order import counted_in
@@ -32,7 +32,7 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node, SimilarTo, check_term_count, meaning, parse, required_words, similar_to
+from searchsvc.core.query import Node, SimilarTo, check_term_count, meaning, parse, similar_to
 from searchsvc.core.ranking import rank_page
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.text import opening
@@ -64,7 +64,7 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
         facets = answer.facets()
         deadline.check()
         suggestion = _did_you_mean(answer, request, deadline)
-        total = answer.total()
+        total, searched = answer.total(), answer.searched()
     return SearchResult(
         request=request,
         total=total,
@@ -73,6 +73,8 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
         took_ms=round((time.perf_counter() - started) * 1000, 2),
         suggestion=suggestion,
         identifier=found,
+        typos=typos.matches(searched),
+        exact_query=typos.quoted(request.q, searched),
     )
 
 
@@ -195,19 +197,16 @@ def _ranked(
     relevance, in the engine's browsing order otherwise (no scores)."""
     if tree is None or request.sort != "relevance":
         return [(ref, None) for ref in answer.page()]
-    total = answer.total()
-    if required_words(tree) is None:
-        sizes = [total]
-    else:
-        all_words = answer.all_words()
-        sizes = [all_words, total - all_words]
-    ranked = rank_page(sizes, request.start, request.end, answer, _query_vector(answer, tree, settings), deadline)
+    total, literal, all_words = answer.total(), answer.literal(), answer.all_words()
+    sizes = [all_words, literal - all_words, total - literal]  # core.ranking's tiers; empty ones take no place
+    ranked = rank_page(sizes, request.start, request.end, answer, _query_vector(answer, settings), deadline)
     return [(ref, round(score, 4)) for ref, score in ranked]
 
 
-def _query_vector(answer: Answer[Any], tree: Node, settings: Settings) -> Callable[[], np.ndarray] | None:
-    """The query's vector, if this search is ranked by meaning too (computed only when needed)."""
-    text = meaning(tree)
+def _query_vector(answer: Answer[Any], settings: Settings) -> Callable[[], np.ndarray] | None:
+    """The query's vector, if this search is ranked by meaning too (computed only when needed):
+    of the words the engine searched, each misspelt one as the word likeliest meant."""
+    text = meaning(answer.searched())
     if not (settings.semantic_ranking and text) or not answer.meaning_ready():
         return None  # off, nothing to mean, or the papers are still being embedded
     return lambda: query_encoder(settings).encode([text])[0]

@@ -91,6 +91,12 @@ class Settings:
     max_facet_prefix_length: int = _setting(
         100, "a facet value lookup prefix longer than any name is not a lookup", Integer(1, 1000)
     )
+    typo_tolerance: bool = _setting(
+        True,
+        "a word of 5+ letters that no paper holds also matches the words a typo away (one edit; two from 9 "
+        "letters), whose papers rank after every exact match (core/typos.py)",
+        Boolean(),
+    )
     suggestion_limit: int = _setting(
         8, "suggestions listed as you type: a list read at a glance while typing", Integer(1, 50)
     )

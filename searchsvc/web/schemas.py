@@ -397,6 +397,15 @@ class FacetsSchema(Schema):
     author = fields.List(fields.Nested(FacetValueSchema), required=True)
 
 
+class TypoMatchSchema(Schema):
+    typed = fields.String(required=True, metadata={"description": "A query word no paper holds, as typed."})
+    matched = fields.List(
+        fields.String(),
+        required=True,
+        metadata={"description": "The words a typo away it matched instead; papers only they find rank last."},
+    )
+
+
 class SearchResultSchema(Schema):
     """The search result document shared by `searchsvc search --json` and `GET /api/search`."""
 
@@ -414,6 +423,12 @@ class SearchResultSchema(Schema):
         allow_none=True,
         required=True,
         metadata={"description": "Set where the whole query was one arXiv id, DOI, or arxiv.org or doi.org address."},
+    )
+    typos = fields.List(fields.Nested(TypoMatchSchema), required=True)
+    exact_query = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "The query with its misspelt words quoted: searched only as typed (null: none was)."},
     )
 
 

@@ -30,6 +30,9 @@ SAME_ANSWERS = [
     {"q": "training AND inference"},
     {"q": "deep learning OR hashing"},
     {"q": "compostional embedings"},
+    {"q": "recomendation", "per_page": 30},  # typos (core.typos): found through "recommendation", ranked as it
+    {"q": "embedding tabels hardwre", "per_page": 30},  # typed words first, then what only the typos find
+    {"q": "trainnig AND inferense"},
     {"q": "recommendation", "subject": ["cs.LG", "cs.ir"], "author": "maxim naumov"},
     {"q": "", "year_from": 2020, "year_to": 2023, "sort": "oldest", "per_page": 7, "page": 2},
     {"q": "training", "sort": "newest", "per_page": 5, "page": 3},

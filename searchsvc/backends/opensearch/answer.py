@@ -52,8 +52,14 @@ class OpenSearchAnswer:
     def total(self) -> int:
         return int(self._response["hits"]["total"]["value"])
 
+    def searched(self) -> Node | None:
+        return self._plan.tree
+
+    def literal(self) -> int:
+        return int(self._aggs["literal"]["doc_count"]) if self._plan.literal else self.total()
+
     def all_words(self) -> int:
-        return int(self._aggs["all_words"]["doc_count"]) if self._plan.tiered else self.total()
+        return int(self._aggs["all_words"]["doc_count"]) if self._plan.first_tier else self.total()
 
     def meaning_ready(self) -> bool:
         return True  # a tier's candidates carry vectors only when each of them has one

@@ -21,6 +21,7 @@ from searchsvc.core.query import (
     Not,
     Phrase,
     Prefix,
+    Respelled,
     Word,
     Years,
     either,
@@ -43,6 +44,8 @@ def translate(node: Node, parts: _Parts = "any") -> Dsl:
     all of them, or as a phrase (under NOT), as in the Whoosh backend's QueryCompiler."""
     if isinstance(node, Word):
         return _word(node, parts)
+    if isinstance(node, Respelled):
+        return _word(node.searched, "any")
     if isinstance(node, Phrase):
         return _phrase(node)
     if isinstance(node, Prefix):

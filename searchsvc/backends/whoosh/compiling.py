@@ -37,8 +37,10 @@ from searchsvc.core.query import (
     Not,
     Phrase,
     Prefix,
+    Respelled,
     Word,
     Years,
+    as_typed,
     either,
     query_error,
     required_words,
@@ -68,7 +70,7 @@ class QueryCompiler:
         self._steps = Steps(deadline)  # shared by every wildcard word of the query
 
     def compile(self, node: Node) -> CompiledQuery:
-        required = required_words(node)
+        required = required_words(as_typed(node))  # the first tier holds the words as typed
         return CompiledQuery(
             scored=Weighted(self._query(node, "any").normalize()),
             required=None if required is None else self._query(required, "all").normalize(),
@@ -78,6 +80,8 @@ class QueryCompiler:
         """`parts`: how a word that analyses to several (`memory-efficient`) matches, see _word."""
         if isinstance(node, Word):
             return self._word(node, parts)
+        if isinstance(node, Respelled):
+            return self._word(node.searched, "any")
         if isinstance(node, Phrase):
             return self._phrase(node)
         if isinstance(node, Prefix):
