@@ -24,6 +24,7 @@ class SearchRequest:
     sort: str = "relevance"
     page: int = 1
     per_page: int = 10
+    exact: bool = False  # the words only as typed: no typo matches, no other forms (core.typos, core.synonyms)
 
     @property
     def start(self) -> int:
@@ -129,6 +130,14 @@ class TypoMatch:
     matched: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class AlsoSearched:
+    """Words typed side by side and the other forms searched with them (core.synonyms)."""
+
+    typed: str
+    forms: tuple[str, ...]
+
+
 @dataclass
 class SearchResult:
     """A page of hits, the total, and facet counts under the request's other filters."""
@@ -141,7 +150,7 @@ class SearchResult:
     suggestion: str | None = None
     identifier: PastedIdentifier | None = None
     typos: list[TypoMatch] = field(default_factory=list)
-    exact_query: str | None = None  # the query with those words quoted: searched as typed, no typo matches
+    also_searched: list[AlsoSearched] = field(default_factory=list)
 
     @property
     def page(self) -> int:

@@ -134,7 +134,30 @@ class Respelled:
         return replace(self.typed, text=" ".join(self.alternatives))
 
 
-Node = Union[Word, Phrase, Prefix, Years, Not, AllOf, AnyOf, Group, Respelled]  # noqa: UP007 (dataclasses above refer to it)
+@dataclass(frozen=True)
+class Also:
+    """Other forms of words the query typed side by side (an acronym's long form, a synonym:
+    core.synonyms, never made by the parser), matched beside them: the papers only they find rank
+    after the query's own matches (core.ranking). `typed`: the words as typed, at [start, end)."""
+
+    typed: str
+    forms: tuple[str, ...]
+    start: int
+    end: int
+
+    @property
+    def words(self) -> Word | None:
+        """The one-word forms as one word of several parts, any of which matches (engines read it "any")."""
+        single = [form for form in self.forms if len(form.split()) == 1]
+        return Word(" ".join(single), None, self.start, self.end) if single else None
+
+    @property
+    def phrases(self) -> tuple[Phrase, ...]:
+        """The forms of several words, each as a phrase."""
+        return tuple(Phrase(form, None, self.start, self.end) for form in self.forms if len(form.split()) > 1)
+
+
+Node = Union[Word, Phrase, Prefix, Years, Not, AllOf, AnyOf, Group, Respelled, Also]  # noqa: UP007 (dataclasses above refer to it)
 
 
 def parse(text: str) -> Node | None:
@@ -176,21 +199,18 @@ def _as_typed(node: Node) -> Node:
     if isinstance(node, Respelled):
         return node.typed
     if isinstance(node, AllOf | AnyOf | Group):
-        return type(node)(tuple(map(_as_typed, node.nodes)))
+        kept = tuple(_as_typed(child) for child in node.nodes if not isinstance(child, Also))
+        return kept[0] if len(kept) == 1 else type(node)(kept)
     return node  # a Not never holds a Respelled: negated words are not respelled
 
 
-def respelled_words(node: Node | None) -> list[Respelled]:
-    """The words the query matches through their typos, in order."""
-    if isinstance(node, Respelled):
+def widened(node: Node | None) -> list[Respelled | Also]:
+    """What the query matches beyond its words as typed: respelled words and other forms, in order."""
+    if isinstance(node, Respelled | Also):
         return [node]
     if isinstance(node, AllOf | AnyOf | Group):
-        return [found for child in node.nodes for found in respelled_words(child)]
+        return [found for child in node.nodes for found in widened(child)]
     return []
-
-
-def has_respelled(node: Node | None) -> bool:
-    return bool(respelled_words(node))
 
 
 @dataclass(frozen=True)
@@ -309,7 +329,7 @@ def check_term_count(node: Node | None, limit: int) -> None:
 def _term_count(node: Node | None) -> int:
     if isinstance(node, Word | Phrase | Prefix):
         return 0 if node.field == "similar" else 1  # a paper to be like is read by id, not searched
-    if isinstance(node, Respelled):
+    if isinstance(node, Respelled | Also):
         return 1
     if isinstance(node, Not):
         return _term_count(node.node)
@@ -384,8 +404,8 @@ def _with_field(node: Node | None, field: str, column: int) -> Node | None:
     if isinstance(node, Not):
         inner = _with_field(node.node, field, column)
         return None if inner is None else Not(inner)
-    if isinstance(node, Years | Respelled) or node.field is not None:
-        return node  # the parser makes no Respelled: core.typos respells a parsed query
+    if isinstance(node, Years | Respelled | Also) or node.field is not None:
+        return node  # the parser makes neither: core.typos and core.synonyms widen a parsed query
     if field == "year":
         return _years(node)
     return replace(node, field=field)

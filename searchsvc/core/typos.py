@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.edits import edit_distance
 from searchsvc.core.model import TypoMatch
-from searchsvc.core.query import AllOf, AnyOf, Group, Node, Respelled, Word, respelled_words
+from searchsvc.core.query import AllOf, AnyOf, Group, Node, Respelled, Word, widened
 from searchsvc.core.spelling import Check, checks
 
 MIN_LETTERS = 5  # shorter words have too many neighbours one edit away: "graph" is not a typo of "grape"
@@ -79,12 +79,4 @@ def _respell(node: Node, found: dict[tuple[int, int], tuple[str, ...]]) -> Node:
 
 def matches(tree: Node | None) -> list[TypoMatch]:
     """The respelled words of a searched query, in order, with what each matched."""
-    return [TypoMatch(node.typed.text, node.alternatives) for node in respelled_words(tree)]
-
-
-def quoted(query: str, tree: Node | None) -> str | None:
-    """`query` with each respelled word quoted, which searches it only as typed (None: none was)."""
-    typed = sorted((node.typed for node in respelled_words(tree)), key=lambda word: word.start, reverse=True)
-    for word in typed:
-        query = f'{query[: word.start]}"{query[word.start : word.end]}"{query[word.end :]}'
-    return query if typed else None
+    return [TypoMatch(node.typed.text, node.alternatives) for node in widened(tree) if isinstance(node, Respelled)]

@@ -23,6 +23,7 @@ from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
 from searchsvc.core.facet_order import counted_in
 from searchsvc.core.identifiers import Pasted, pasted
 from searchsvc.core.model import (
+    AlsoSearched,
     FacetLookup,
     FacetValue,
     Hit,
@@ -32,10 +33,20 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node, SimilarTo, check_term_count, meaning, parse, similar_to
+from searchsvc.core.query import (
+    Also,
+    Node,
+    SimilarTo,
+    check_term_count,
+    meaning,
+    parse,
+    similar_to,
+    widened,
+)
 from searchsvc.core.ranking import rank_page
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.text import opening
+from searchsvc.operations import synonyms
 from searchsvc.operations.published import paper_filed_under
 from searchsvc.semantic.selection import query_encoder
 from searchsvc.settings import Settings
@@ -58,7 +69,7 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
     like = similar_to(tree)
     if like is not None:
         return _similar(backend, request, like, started, deadline)
-    with backend.answer(request, tree, deadline, "page") as answer:
+    with backend.answer(request, _widened(backend, request, tree), deadline, "page") as answer:
         ranked = _ranked(answer, request, tree, backend.settings, deadline)
         hits = answer.hits(ranked)
         facets = answer.facets()
@@ -74,7 +85,7 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
         suggestion=suggestion,
         identifier=found,
         typos=typos.matches(searched),
-        exact_query=typos.quoted(request.q, searched),
+        also_searched=[AlsoSearched(also.typed, also.forms) for also in widened(searched) if isinstance(also, Also)],
     )
 
 
@@ -144,7 +155,7 @@ def export(backend: Backend, request: SearchRequest, limit: int) -> list[Paper]:
     like = similar_to(tree)
     if like is not None:
         return papers_by_id(backend, [hit.id for hit in backend.similar(like, whole, min(limit, SIMILAR_RESULTS))])
-    with backend.answer(whole, tree, deadline, "export") as answer:
+    with backend.answer(whole, _widened(backend, whole, tree), deadline, "export") as answer:
         return answer.papers(_ranked(answer, whole, tree, backend.settings, deadline))
 
 
@@ -179,6 +190,13 @@ def _parsed(settings: Settings, request: SearchRequest) -> Node | None:
     tree = parse(request.q)
     check_term_count(tree, settings.max_query_terms)
     return tree
+
+
+def _widened(backend: Backend, request: SearchRequest, tree: Node | None) -> Node | None:
+    """The query with the other forms of its words (core.synonyms), unless that is off or the
+    request asks for its words only as typed."""
+    expand = backend.settings.expand_synonyms and not request.exact
+    return synonyms.table(backend).widened(tree) if expand else tree
 
 
 def _parsed_words(settings: Settings, request: SearchRequest, what: str) -> Node | None:

@@ -176,6 +176,26 @@ class TokensFile:
         return "a file of NAME:SHA256 lines (# comments), or empty for none"
 
 
+class SynonymsFile:
+    """A synonyms file (core.synonyms: groups of forms, one a line), or empty for none; read and
+    checked now, so a bad line stops the start with `file:line: what is wrong`."""
+
+    def read(self, value: Any) -> str:
+        if value == "" or value is None:
+            return ""
+        path = _path_text(value)
+        from searchsvc.core.synonyms import read_file  # the query parser, loaded only where a file is set
+
+        try:
+            read_file(Path(path))
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+        return path
+
+    def __str__(self) -> str:
+        return "a file of comma-separated forms, one group a line (# comments), or empty for none"
+
+
 class TokenHashes:
     """Write-token entries given in the settings themselves: a list, or comma-separated text."""
 

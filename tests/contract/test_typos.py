@@ -39,8 +39,8 @@ def test_a_misspelt_word_finds_what_the_right_spelling_finds(search) -> None:  #
     assert typo["facets"]["year"] == right["facets"]["year"]
     assert "<mark>Quantization</mark>" in typo["results"][0]["highlights"]["title"]
     assert typo["typos"] == [{"typed": "quantizaton", "matched": ["quantization"]}] and right["typos"] == []
-    assert typo["exact_query"] == '"quantizaton"' and right["exact_query"] is None
-    assert search(q=typo["exact_query"])["total"] == 0  # quoted: only as typed
+    assert search(q="quantizaton", exact="true")["total"] == 0  # only as typed
+    assert search(q='"quantizaton"')["total"] == 0  # quoted: exactly this word
 
 
 def test_exact_matches_come_before_every_paper_found_only_through_a_typo(search) -> None:  # type: ignore[no-untyped-def]
@@ -104,6 +104,7 @@ def test_an_export_holds_what_the_page_ranks(search, typos_app) -> None:  # type
 
 def test_the_page_says_what_a_misspelt_word_matched_and_links_the_search_as_typed(typos_app) -> None:  # type: ignore[no-untyped-def]
     page = typos_app.test_client().get("/", query_string={"q": "quantizaton networks", "year_from": 2020}).text
-    assert "Also matched <q>quantizaton</q> as quantization, after every paper with the words as typed." in page
-    assert 'href="/?q=%22quantizaton%22+networks&amp;year_from=2020"' in page
+    assert "Also matched <q>quantizaton</q> as quantization.</span>" in page
+    assert "Papers found only this way come after every paper with the words as typed." in page
+    assert 'href="/?q=quantizaton+networks&amp;year_from=2020&amp;exact=true"' in page
     assert "Also matched" not in typos_app.test_client().get("/", query_string={"q": "quantization"}).text

@@ -345,7 +345,7 @@ def test_a_misspelt_word_finds_papers_and_says_what_it_matched(base: str, page: 
     expect(page.locator(".suggestion")).to_contain_text("Did you mean compositional?")
     screenshot(page, "typos")
     follow(page.get_by_role("link", name="Search only the words as typed"))
-    assert params(page)["q"] == ['"compostional"'] and params(page)["subject"] == ["cs.LG"]
+    assert params(page)["exact"] == ["true"] and params(page)["subject"] == ["cs.LG"]
     expect(page.locator("#results-heading")).to_contain_text("No papers found")
 
 

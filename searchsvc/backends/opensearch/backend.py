@@ -279,10 +279,11 @@ class OpenSearchBackend:
         tolerance, a query with words no paper holds is asked again, those words also matching
         the near words the first answer's suggesters offered (core.typos)."""
         shown = purpose == "page"
-        checks = spelling.checks(tree) if shown or self.settings.typo_tolerance else []
+        respell = self.settings.typo_tolerance and not request.exact
+        checks = spelling.checks(tree) if shown or respell else []
         plan, response, words = self._first_answer(request, tree, shown, checks)
         deadline.check()
-        if self.settings.typo_tolerance and checks:
+        if respell and checks:
             options = spelling.near_words(checks, response)
             searched = typos.respelled(tree, spelling.unstemmed_tokens, options.get, deadline)
             if searched is not tree:

@@ -16,6 +16,7 @@ from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import (
     AllOf,
+    Also,
     Group,
     Node,
     Not,
@@ -46,6 +47,9 @@ def translate(node: Node, parts: _Parts = "any") -> Dsl:
         return _word(node, parts)
     if isinstance(node, Respelled):
         return _word(node.searched, "any")
+    if isinstance(node, Also):
+        words = [_word(node.words, "any")] if node.words is not None else []
+        return _or(words + [_phrase(phrase) for phrase in node.phrases])
     if isinstance(node, Phrase):
         return _phrase(node)
     if isinstance(node, Prefix):

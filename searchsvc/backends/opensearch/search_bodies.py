@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, VECTOR
 from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
 from searchsvc.core.model import FACETS, SearchRequest
-from searchsvc.core.query import Node, as_typed, has_respelled, required_words
+from searchsvc.core.query import Node, as_typed, required_words, widened
 from searchsvc.core.ranking import RELATED_KEY_TERMS
 from searchsvc.settings import Settings
 
@@ -102,7 +102,7 @@ def plan(request: SearchRequest, tree: Node | None) -> Plan:
         tree=tree,
         scored=MATCH_ALL if tree is None else translate(tree),
         required=None if required is None else all_words(required),
-        literal=translate(typed) if typed is not None and has_respelled(tree) else None,
+        literal=translate(typed) if typed is not None and widened(tree) else None,
         filters=filters(request),
     )
 

@@ -21,7 +21,7 @@ from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.model import FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node, as_typed, has_respelled
+from searchsvc.core.query import Node, as_typed, widened
 from searchsvc.core.ranking import Candidates
 from searchsvc.settings import Settings
 
@@ -59,7 +59,7 @@ def match(
     a tree with `Respelled` words, also those it matches as typed (a second pass without them)."""
     deadline.check()
     compiled, scored, matched = _scored(gen, tree, settings, deadline)
-    literal = matched if not has_respelled(tree) else _scored(gen, as_typed(tree), settings, deadline)[2]
+    literal = matched if not widened(tree) else _scored(gen, as_typed(tree), settings, deadline)[2]
     filters = gen.facets.filters(request)
     deadline.check()
     allowed = intersect(matched, list(filters.values()))

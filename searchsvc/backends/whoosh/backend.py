@@ -276,7 +276,7 @@ class WhooshBackend:
         with deadline.turn(self._turn):
             gen = self._generations.get()
             searched = tree
-            if self.settings.typo_tolerance:
+            if self.settings.typo_tolerance and not request.exact:
                 searched = typos.respelled(tree, unstemmed_tokens, partial(typo_options, gen.vocabulary), deadline)
             yield WhooshAnswer(match(gen, request, searched, deadline, self.settings), request, tree, self.settings)
 

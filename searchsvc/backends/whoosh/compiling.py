@@ -32,6 +32,7 @@ from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import QueryTooBroad
 from searchsvc.core.query import (
     AllOf,
+    Also,
     Group,
     Node,
     Not,
@@ -82,6 +83,9 @@ class QueryCompiler:
             return self._word(node, parts)
         if isinstance(node, Respelled):
             return self._word(node.searched, "any")
+        if isinstance(node, Also):
+            words = [self._word(node.words, "any")] if node.words is not None else []
+            return _or(words + [self._phrase(phrase) for phrase in node.phrases])
         if isinstance(node, Phrase):
             return self._phrase(node)
         if isinstance(node, Prefix):

@@ -7,7 +7,7 @@ import pytest
 
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import SearchTimedOut
-from searchsvc.core.query import AllOf, Group, Not, Respelled, Word, as_typed, has_respelled, meaning, parse, words
+from searchsvc.core.query import AllOf, Group, Not, Respelled, Word, as_typed, meaning, parse, widened, words
 from searchsvc.core.typos import MAX_ALTERNATIVES, alternatives, respelled, typo_checks
 
 VOCABULARY = {
@@ -82,7 +82,7 @@ def test_nearer_first_then_commoner_then_alphabetical_at_most_a_few() -> None:
     ],
 )
 def test_what_is_never_respelled(q: str) -> None:
-    assert not has_respelled(respell(q))  # type: ignore[arg-type]
+    assert not widened(respell(q))  # type: ignore[arg-type]
 
 
 def test_a_group_keeps_its_other_words_and_the_words_as_typed() -> None:
@@ -97,7 +97,7 @@ def test_a_group_keeps_its_other_words_and_the_words_as_typed() -> None:
     assert meaning(tree) == "recommendation tables"  # the likeliest word meant, for ranking by meaning
     inner = respell("title:modle AND tables")
     assert isinstance(inner, AllOf) and inner.nodes[0] == Respelled(Word("modle", "title", 6, 11), ("model", "mode"))
-    assert not has_respelled(Not(Word("modle", None, 0, 5)))
+    assert not widened(Not(Word("modle", None, 0, 5)))
 
 
 def test_a_respelled_word_searches_its_alternatives_as_one_word_of_several_parts() -> None:
