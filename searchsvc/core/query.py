@@ -153,8 +153,11 @@ class Also:
 
     @property
     def phrases(self) -> tuple[Phrase, ...]:
-        """The forms of several words, each as a phrase."""
-        return tuple(Phrase(form, None, self.start, self.end) for form in self.forms if len(form.split()) > 1)
+        """The forms of several words, each as a phrase, and as its twin in the other number: a
+        phrase is matched unstemmed, and "sparse tensor gadgets" would miss "sparse tensor gadget"."""
+        several = [form for form in self.forms if len(form.split()) > 1]
+        twins = [form[:-1] if form.endswith("s") else f"{form}s" for form in several]
+        return tuple(Phrase(text, None, self.start, self.end) for text in dict.fromkeys([*several, *twins]))
 
 
 Node = Union[Word, Phrase, Prefix, Years, Not, AllOf, AnyOf, Group, Respelled, Also]  # noqa: UP007 (dataclasses above refer to it)

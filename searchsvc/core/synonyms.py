@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from searchsvc.core.acronyms import Acronym
-from searchsvc.core.query import Also, Group, Node, Word
+from searchsvc.core.model import AlsoSearched
+from searchsvc.core.query import Also, Group, Node, Word, widened
 from searchsvc.core.text import fold
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -100,6 +101,11 @@ class Synonyms:
             else:
                 i += 1
         return tree if not added else Group((*nodes, *added))
+
+
+def matches(tree: Node | None) -> list[AlsoSearched]:
+    """The runs of words of a searched query that had other forms, in order, with those forms."""
+    return [AlsoSearched(node.typed, node.forms) for node in widened(tree) if isinstance(node, Also)]
 
 
 def _plain_run(nodes: Sequence[Node], start: int) -> list[Word]:

@@ -23,7 +23,6 @@ from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
 from searchsvc.core.facet_order import counted_in
 from searchsvc.core.identifiers import Pasted, pasted
 from searchsvc.core.model import (
-    AlsoSearched,
     FacetLookup,
     FacetValue,
     Hit,
@@ -33,18 +32,10 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import (
-    Also,
-    Node,
-    SimilarTo,
-    check_term_count,
-    meaning,
-    parse,
-    similar_to,
-    widened,
-)
+from searchsvc.core.query import Node, SimilarTo, check_term_count, meaning, parse, similar_to
 from searchsvc.core.ranking import rank_page
 from searchsvc.core.suggestions import Suggestion, typed
+from searchsvc.core.synonyms import matches as other_forms
 from searchsvc.core.text import opening
 from searchsvc.operations import synonyms
 from searchsvc.operations.published import paper_filed_under
@@ -85,7 +76,7 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
         suggestion=suggestion,
         identifier=found,
         typos=typos.matches(searched),
-        also_searched=[AlsoSearched(also.typed, also.forms) for also in widened(searched) if isinstance(also, Also)],
+        also_searched=other_forms(searched),
     )
 
 

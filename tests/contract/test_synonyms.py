@@ -72,3 +72,21 @@ def test_a_synonyms_file_line_works_every_way(with_file: FlaskClient, q: str, fi
     assert found[0] == first and set(found) >= {"spelled", "acronym", "joined"}
     page = with_file.get("/", query_string={"q": q}).text
     assert "Also searched:" in page and "Search only the words as typed" in page
+
+
+def test_an_update_adds_the_acronyms_its_papers_define(factory: BackendFactory, tmp_path: Path) -> None:
+    from searchsvc.backends import open_backend
+    from searchsvc.core.model import SearchRequest
+    from searchsvc.operations import update
+    from searchsvc.operations.rebuild import rebuild
+    from searchsvc.operations.search import search
+    from tests.helpers.records import write_jsonl
+
+    backend = open_backend(factory.settings(semantic_ranking=False))
+    rebuild(backend, [write_jsonl(tmp_path / "first.jsonl", [{"id": "spelled", "title": "A sparse tensor gadget"}])])
+    assert search(backend, SearchRequest(q="STG")).total == 0
+    defining = [{"id": "defines", "title": "Sparse Tensor Gadgets (STG) at scale"}]
+    update.add(backend, [write_jsonl(tmp_path / "more.jsonl", defining)])
+    found = search(backend, SearchRequest(q="STG"))
+    assert [hit.id for hit in found.hits] == ["defines", "spelled"]  # the paper with "STG" first
+    assert [also.forms for also in found.also_searched] == [("sparse tensor gadgets",)]

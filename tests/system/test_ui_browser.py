@@ -623,6 +623,7 @@ PAGE_STATES = {
     "filters and a chip": "/?q=training&subject=cs.LG&author=Maxim+Naumov&year_from=2019",
     "empty, with did-you-mean": "/?q=moel&subject=cs.LG",
     "results through a misspelt word": "/?q=compostional+embeddings",
+    "results with an acronym's long form also searched": "/?q=DLRM",
     "a syntax error": "/?q=embedding+AND",
     "an author lookup": "/?q=embedding&find_author=na",
     "a later page": "/?q=embedding&per_page=5&page=2",
