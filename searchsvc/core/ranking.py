@@ -1,9 +1,10 @@
 """The ranking policy every engine follows: tiers, reordering by meaning, and a page across them.
 
 By relevance, papers matching all words of a group as typed come first (tier 0), then those
-matching only some (tier 1), then those found only through a word's typos (tier 2,
-core.typos). Within a tier the engine's lexical score decides, ties going to the newer paper,
-then the id (`paper.catalogue_key`). With ranking by meaning, each tier's best
+matching only some (tier 1), then those found only through a word's typos or other forms
+(tier 2: core.typos, core.synonyms). Within a tier the engine's lexical score decides (of the
+words as typed in the first two, so widening a query never reorders them), ties going to the
+newer paper, then the id (`paper.catalogue_key`). With ranking by meaning, each tier's best
 `fusion.CANDIDATES` lexical matches are reordered by the fused score (`fusion.fused_scores`);
 papers below them keep the lexical order. An engine only finds a tier's candidates in lexical
 order (`CandidateSource`); what comes first is decided here.
@@ -20,6 +21,7 @@ import numpy as np
 from searchsvc.core import fusion
 from searchsvc.core.deadline import Deadline
 
+LAST_TIER = 2  # the papers found only through a word's typos or other forms
 Ref = TypeVar("Ref")  # how an engine refers to a paper: a document number, a hit document
 ScoredRef = tuple[Ref, float]
 

@@ -70,9 +70,6 @@ class Synonyms:
         groups += [_Forms(tuple(group)) for group in file_groups]
         return cls(groups)
 
-    def __bool__(self) -> bool:
-        return bool(self._by_key)
-
     def others(self, typed: str) -> tuple[str, ...]:
         """The other forms of every group a form `typed` is in (none when there is none)."""
         wanted = key(typed)
@@ -93,7 +90,7 @@ class Synonyms:
             run = _plain_run(nodes, i)
             for size in range(len(run), 0, -1):
                 typed = " ".join(word.text for word in run[:size])
-                others = self.others(typed) if len(key(typed)) else ()
+                others = self.others(typed)
                 if others:
                     added.append(Also(typed, others, run[0].start, run[size - 1].end))
                     i += size
@@ -147,7 +144,10 @@ def read_file(path: Path) -> list[tuple[str, ...]]:
             raise ValueError(f"{where}: {len(forms)} forms; at most {MAX_GROUP_FORMS} in one group")
         for form in forms:
             if len(form) > MAX_FORM_CHARS or len(key(form)) > MAX_FORM_WORDS:
-                raise ValueError(f"{where}: the form {form[:40]!r}… is longer than {MAX_FORM_WORDS} words")
+                raise ValueError(
+                    f"{where}: the form {form[:40]!r}… is longer than {MAX_FORM_WORDS} words or "
+                    f"{MAX_FORM_CHARS} characters"
+                )
             if not key(form):
                 raise ValueError(f"{where}: the form {form!r} has no letter or digit")
         groups.append(tuple(dict.fromkeys(forms)))

@@ -40,7 +40,7 @@ from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import Node, SimilarTo
+from searchsvc.core.query import Node, SimilarTo, as_typed
 from searchsvc.core.ranking import related_order, rocchio
 from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
@@ -289,13 +289,15 @@ class OpenSearchBackend:
             if searched is not tree:
                 plan, response, words = self._first_answer(request, searched, shown, checks)
                 deadline.check()
-        rescorer = word_rescorer(words, response.get("aggregations", {}), self.client) if words else None
-        tiers = TierCandidates(self.searches, plan, shown, self._timeout(), rescorer)
+        aggregations = response.get("aggregations", {})
+        rescorers = [None if found is None else word_rescorer(found, aggregations, self.client) for found in words]
+        # The first tiers are ordered by the words as typed (the last of `words`), the last by all it searched.
+        tiers = TierCandidates(self.searches, plan, shown, self._timeout(), rescorers[-1], rescorers[0])
         yield OpenSearchAnswer(self.searches, self.settings, request, plan, response, tiers, checks)
 
     def _first_answer(
         self, request: SearchRequest, tree: Node | None, shown: bool, checks: list[Check]
-    ) -> tuple[Plan, Dsl, AskedWords | None]:
+    ) -> tuple[Plan, Dsl, list[AskedWords | None]]:
         """The search's first request (see `answer`): its plan, response and the words it scores."""
         plan = search_bodies.plan(request, tree)
         ranked = tree is not None and request.sort == "relevance"
@@ -314,7 +316,10 @@ class OpenSearchBackend:
             **self._timeout(),
             **({"size": 0} if ranked else page(request.sort, request.start, request.per_page, highlight=shown)),
         }
-        words = ask_word_statistics(self.searches, self.client, self.alias, plan, aggs) if ranked else None
+        trees = [tree] if plan.literal is None else [tree, as_typed(tree)]
+        words: list[AskedWords | None] = [None]
+        if ranked:
+            words = ask_word_statistics(self.searches, self.client, self.alias, trees, aggs)
         if checks:
             spelling_aggs, body["suggest"] = spelling.aggs_and_suggesters(checks)
             aggs.update(spelling_aggs)

@@ -11,7 +11,7 @@ from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, T
 from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
 from searchsvc.core.model import FACETS, SearchRequest
 from searchsvc.core.query import Node, as_typed, required_words, widened
-from searchsvc.core.ranking import RELATED_KEY_TERMS
+from searchsvc.core.ranking import LAST_TIER, RELATED_KEY_TERMS
 from searchsvc.settings import Settings
 
 SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers"]
@@ -77,7 +77,9 @@ class Plan:
         else:
             inside, outside = [], [self.literal]
         placed = {"filter": [q for q in inside if q], "must_not": [q for q in outside if q]}
-        return {"bool": {"must": [self.scored], **placed}} if any(placed.values()) else self.scored
+        # The first tiers scored by the words as typed: widening a query never reorders them.
+        scored = self.scored if tier == LAST_TIER or self.literal is None else self.literal
+        return {"bool": {"must": [scored], **placed}} if any(placed.values()) else scored
 
     def matched(self) -> Dsl:
         """Every paper the query matches and the filters let through."""

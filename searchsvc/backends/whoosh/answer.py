@@ -22,7 +22,7 @@ from searchsvc.core.deadline import Deadline
 from searchsvc.core.model import FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node, as_typed, widened
-from searchsvc.core.ranking import Candidates
+from searchsvc.core.ranking import LAST_TIER, Candidates
 from searchsvc.settings import Settings
 
 Ranked = list[tuple[int, float | None]]  # document numbers with their scores
@@ -41,6 +41,7 @@ class Found:
     literal: Mask  # ... and the query matches as typed (core.typos: not only through a word's typos)
     deadline: Deadline  # of the request this match is for
     scored: word_scores.Scored | None  # every match's score (None when browsing without a query)
+    typed_scores: word_scores.Floats | None  # ... by the words as typed: what orders the first tiers
 
     @cached_property
     def all_words(self) -> Mask:
@@ -59,11 +60,14 @@ def match(
     a tree with `Respelled` words, also those it matches as typed (a second pass without them)."""
     deadline.check()
     compiled, scored, matched = _scored(gen, tree, settings, deadline)
-    literal = matched if not widened(tree) else _scored(gen, as_typed(tree), settings, deadline)[2]
+    _, typed, literal = (
+        (compiled, scored, matched) if not widened(tree) else _scored(gen, as_typed(tree), settings, deadline)
+    )
     filters = gen.facets.filters(request)
     deadline.check()
     allowed = intersect(matched, list(filters.values()))
-    return Found(gen, tree, compiled, matched, filters, allowed, allowed & literal, deadline, scored)
+    typed_scores = None if typed is None else typed.scores
+    return Found(gen, tree, compiled, matched, filters, allowed, allowed & literal, deadline, scored, typed_scores)
 
 
 def _scored(
@@ -119,9 +123,12 @@ class WhooshAnswer:
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[int]:
         """Places [low, high) of `tier` by score, ties in catalogue order (doc_order.DocOrder)."""
-        assert self._found.scored is not None  # set for every query
+        assert self._found.scored is not None and self._found.typed_scores is not None  # set for every query
         rank = self._found.gen.order.rank
-        best = word_scores.top(self._found.scored.scores, self._tiers[tier], rank, low, high)
+        # The first tiers in the order of the words as typed: what only widening adds (core.typos,
+        # core.synonyms) never reorders them; the last tier by everything the query searched.
+        scores = self._found.scored.scores if tier == LAST_TIER else self._found.typed_scores
+        best = word_scores.top(scores, self._tiers[tier], rank, low, high)
         docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
         scores = np.array([score for _, score in best], dtype=np.float64)
         vectors = self._found.gen.vectors.get() if with_vectors else None
