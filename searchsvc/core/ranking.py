@@ -90,22 +90,23 @@ def rank_page(
     start: int,
     end: int,
     source: CandidateSource[Ref],
-    query: Callable[[], np.ndarray] | None,
+    query: Callable[[int], np.ndarray] | None,
     deadline: Deadline,
 ) -> list[ScoredRef[Ref]]:
     """The places [start, end) of the whole ordered result, as (ref, score) pairs.
 
-    `query` gives the query's vector (computed only if some tier has every candidate's vector),
-    or is None when the search is ranked by words alone.
+    `query` gives the query's vector a tier is reordered by (computed only for a tier whose
+    candidates all have vectors: the first tiers' by the words as typed, the last's by all the
+    words searched), or is None when the search is ranked by words alone.
     """
     window = fusion.CANDIDATES if query is not None else 0
-    vector: np.ndarray | None = None
     ranked: list[ScoredRef[Ref]] = []
     for part in page_slices(tier_sizes, start, end, window):
         found = source.candidates(part.tier, part.fetch_low, part.fetch_high, with_vectors=window > 0)
         deadline.check()
-        if query is not None and found.vectors is not None and vector is None:
-            vector = query()
+        vector = None
+        if query is not None and found.vectors is not None:
+            vector = query(part.tier)
             deadline.check()
         ranked.extend(order_slice(part, found, vector))
     return ranked

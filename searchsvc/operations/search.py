@@ -32,8 +32,8 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node, SimilarTo, check_term_count, meaning, parse, similar_to
-from searchsvc.core.ranking import rank_page
+from searchsvc.core.query import Node, SimilarTo, as_typed, check_term_count, meaning, parse, similar_to
+from searchsvc.core.ranking import LAST_TIER, rank_page
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.synonyms import matches as other_forms
 from searchsvc.core.text import opening
@@ -212,13 +212,23 @@ def _ranked(
     return [(ref, round(score, 4)) for ref, score in ranked]
 
 
-def _query_vector(answer: Answer[Any], settings: Settings) -> Callable[[], np.ndarray] | None:
-    """The query's vector, if this search is ranked by meaning too (computed only when needed):
-    of the words the engine searched, each misspelt one as the word likeliest meant."""
-    text = meaning(answer.searched())
-    if not (settings.semantic_ranking and text) or not answer.meaning_ready():
+def _query_vector(answer: Answer[Any], settings: Settings) -> Callable[[int], np.ndarray] | None:
+    """A tier's query vector, if this search is ranked by meaning too (each computed once, when
+    needed): the first tiers' of the words as typed, the last's of the words searched (a misspelt
+    word as the word likeliest meant), as their lexical order is (core.ranking)."""
+    searched = answer.searched()
+    texts = {tier: meaning(as_typed(searched) if tier < LAST_TIER else searched) for tier in range(LAST_TIER + 1)}
+    if not (settings.semantic_ranking and any(texts.values())) or not answer.meaning_ready():
         return None  # off, nothing to mean, or the papers are still being embedded
-    return lambda: query_encoder(settings).encode([text])[0]
+    encoded: dict[str, np.ndarray] = {}
+
+    def vector(tier: int) -> np.ndarray:
+        text = texts[tier] or texts[LAST_TIER]
+        if text not in encoded:
+            encoded[text] = query_encoder(settings).encode([text])[0]
+        return encoded[text]
+
+    return vector
 
 
 def _did_you_mean(answer: Answer[Any], request: SearchRequest, deadline: Deadline) -> str | None:
