@@ -36,9 +36,10 @@ def table(backend: Backend) -> Synonyms:
 
 
 def _modified(path: Path | None) -> int:
+    """When the file last changed (0: none, or none to read: the engine says why when it answers)."""
     try:
         return 0 if path is None else path.stat().st_mtime_ns
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a damaged index pointer naming no file at all
         return 0
 
 

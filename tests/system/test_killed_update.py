@@ -71,7 +71,8 @@ def test_a_killed_add_leaves_the_previous_generation_serving_and_the_next_add_su
     assert backend.status()["doc_count"] == WhooshBackend(backend.settings).status()["doc_count"]
     assert not any(index_dir.glob(".rebuild-papers-*"))  # the killed add's scratch copy is gone too
     assert store.published_name() == report.generation != published
-    assert sorted(p.stem for p in (index_dir / "collections").iterdir()) == [report.generation]
+    kept = sorted(p.name for p in (index_dir / "collections").iterdir())
+    assert kept == [f"{report.generation}.acronyms.json", f"{report.generation}.sqlite"]
 
 
 def test_killed_adds_never_leave_a_change_half_applied_or_journaled_but_unpublished(tmp_path: Path) -> None:
