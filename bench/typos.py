@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import string
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.measure import latency_summary, machine, report, table
+from bench.spelling import misspell
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.core.deadline import request_budget
 from searchsvc.core.edits import edit_distance
@@ -38,21 +38,10 @@ LONG_QUERY_WORDS = 30
 
 
 def misspelt(rng: random.Random, word: str, vocabulary: Vocabulary) -> str | None:
-    """`word` with as many random edits as typo tolerance allows (after its first letter), if that
-    makes a word no paper holds."""
+    """`word` misspelt by as many random edits as typo tolerance allows after its first letter
+    (bench.spelling's misspellings), if that makes a word no paper holds."""
     for _ in range(20):
-        typo = word
-        for _ in range(allowed_edits(word)):
-            i = rng.randrange(1, len(typo))
-            kind = rng.choice("dist")
-            if kind == "d":
-                typo = typo[:i] + typo[i + 1 :]
-            elif kind == "i":
-                typo = typo[:i] + rng.choice(string.ascii_lowercase) + typo[i:]
-            elif kind == "s":
-                typo = typo[:i] + rng.choice(string.ascii_lowercase) + typo[i + 1 :]
-            elif i + 1 < len(typo):
-                typo = typo[:i] + typo[i + 1] + typo[i] + typo[i + 2 :]
+        typo = misspell(rng, word)
         distance = edit_distance(word, typo)
         if len(typo) >= MIN_LETTERS and 0 < distance <= allowed_edits(typo) and not vocabulary.papers(typo):
             return typo
