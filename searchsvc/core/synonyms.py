@@ -15,7 +15,7 @@ A mined short form matches as written, or in any case from four letters ("nas" i
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,7 @@ MAX_FORM_WORDS = 8  # a longer "form" is a sentence: no run of typed words is co
 MAX_GROUP_FORMS = 50  # forms in one line of the synonyms file
 MAX_FILE_BYTES = 10 * 2**20  # a synonyms file larger than this is not a list someone keeps
 MAX_FORM_CHARS = 200
+_CHECK_EVERY = 500  # groups keyed between two checks: a few milliseconds
 CASED_BELOW = 4  # a mined short form shorter than this matches only with a capital in it ("NAS", not "nas")
 
 Key = tuple[str, ...]
@@ -52,14 +53,23 @@ class _Forms:
 class Synonyms:
     """Groups of equivalent forms, looked up by a run of typed words."""
 
-    def __init__(self, groups: Iterable[_Forms]) -> None:
+    def __init__(self, groups: Iterable[_Forms], check: Callable[[], None] = lambda: None) -> None:
+        """`check` is called every few hundred groups: a worker's other searches go on meanwhile
+        (the deadline's cooperative pause) while a new generation's table is built in a request."""
         self._by_key: dict[Key, list[_Forms]] = {}
-        for group in groups:
+        for number, group in enumerate(groups):
+            if number % _CHECK_EVERY == 0:
+                check()
             for form in group.forms:
                 self._by_key.setdefault(key(form), []).append(group)
 
     @classmethod
-    def of(cls, acronyms: Iterable[Acronym], file_groups: Iterable[Sequence[str]] = ()) -> Synonyms:
+    def of(
+        cls,
+        acronyms: Iterable[Acronym],
+        file_groups: Iterable[Sequence[str]] = (),
+        check: Callable[[], None] = lambda: None,
+    ) -> Synonyms:
         groups = [
             _Forms(
                 (acronym.short, *acronym.long),
@@ -68,7 +78,7 @@ class Synonyms:
             for acronym in acronyms
         ]
         groups += [_Forms(tuple(group)) for group in file_groups]
-        return cls(groups)
+        return cls(groups, check)
 
     def others(self, typed: str) -> tuple[str, ...]:
         """The other forms of every group a form `typed` is in (none when there is none)."""

@@ -5,11 +5,11 @@ built once per generation and file, and shared by every search of this process."
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 from pathlib import Path
 
 from searchsvc.backends import Backend
 from searchsvc.core.acronyms import Acronym
+from searchsvc.core.deadline import budget
 from searchsvc.core.synonyms import Synonyms, read_file
 from searchsvc.operations.published import acronyms_file, read_acronyms
 
@@ -20,19 +20,27 @@ def published_acronyms(backend: Backend) -> list[Acronym]:
     """The published generation's acronyms; none where it kept none here (built on another machine,
     or before acronyms were kept) or the file cannot be read (logged)."""
     published = backend.published()
-    return (
-        []
-        if published is None
-        else _acronyms(acronyms_file(backend, published), _modified(acronyms_file(backend, published)))
-    )
+    return [] if published is None else _acronyms(acronyms_file(backend, published))
 
 
 def table(backend: Backend) -> Synonyms:
-    """The groups searches widen with now (the file is read again when it changes)."""
+    """The groups searches widen with now: built once per generation and synonyms file (read
+    again when it changes), at a worker's start (`web.app.open_index`) or, after a new
+    generation, by the first search, checking the request's deadline as it goes."""
     published = backend.published()
     acronyms = None if published is None else acronyms_file(backend, published)
     file = backend.settings.synonyms_file
-    return _table(acronyms, _modified(acronyms), file, _modified(Path(file) if file else None))
+    stamp = (acronyms, _modified(acronyms), file, _modified(Path(file) if file else None))
+    found = _TABLES.get(stamp)
+    if found is None:
+        check = budget(backend.settings.search_time_limit_ms).check
+        found = Synonyms.of(_acronyms(acronyms) if acronyms else [], _groups(file), check)
+        _TABLES.clear()  # only the newest is searched with
+        _TABLES[stamp] = found
+    return found
+
+
+_TABLES: dict[tuple[Path | None, int, str, int], Synonyms] = {}
 
 
 def _modified(path: Path | None) -> int:
@@ -43,8 +51,7 @@ def _modified(path: Path | None) -> int:
         return 0
 
 
-@lru_cache(maxsize=4)
-def _acronyms(path: Path, _modified: int) -> list[Acronym]:
+def _acronyms(path: Path) -> list[Acronym]:
     try:
         return read_acronyms(path)
     except FileNotFoundError:
@@ -54,13 +61,9 @@ def _acronyms(path: Path, _modified: int) -> list[Acronym]:
         return []
 
 
-@lru_cache(maxsize=4)
-def _table(acronyms: Path | None, acronyms_modified: int, file: str, file_modified: int) -> Synonyms:
-    groups: list[tuple[str, ...]] = []
-    if file:
-        try:
-            groups = read_file(Path(file))
-        except ValueError as error:  # checked at start; changed since
-            _log.warning("synonyms_file: %s; searching with the groups it had", error)
-            return _table(acronyms, acronyms_modified, "", 0)
-    return Synonyms.of([] if acronyms is None else _acronyms(acronyms, acronyms_modified), groups)
+def _groups(file: str) -> list[tuple[str, ...]]:
+    try:
+        return read_file(Path(file)) if file else []
+    except ValueError as error:  # checked at start; changed since
+        _log.warning("synonyms_file: %s; searching without its groups", error)
+        return []

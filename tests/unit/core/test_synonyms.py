@@ -82,3 +82,18 @@ def test_a_synonyms_file_is_groups_of_forms_and_says_where_it_is_wrong(tmp_path:
     with pytest.raises(ValueError, match="not UTF-8"):
         read_file(tmp_path / "latin1.txt")
     assert load_settings(environ={"SEARCHSVC_SYNONYMS_FILE": str(good)}).synonyms_file == str(good)
+
+
+def test_building_a_large_table_checks_the_deadline_as_it_goes() -> None:
+    """A new generation's table is built by the first search after it: the worker's other searches
+    must go on meanwhile (the deadline's cooperative pause), and a spent budget ends it."""
+    checked: list[int] = []
+    acronyms = [Acronym(f"AB{n}", (f"alpha beta {n}",), 1) for n in range(1600)]
+    Synonyms.of(acronyms, check=lambda: checked.append(1))
+    assert len(checked) == 4  # every 500 groups
+
+    def spent() -> None:
+        raise TimeoutError
+
+    with pytest.raises(TimeoutError):
+        Synonyms.of(acronyms, check=spent)
