@@ -33,12 +33,12 @@ class Found:
     """What a query matches on one generation, and what the filters let through."""
 
     gen: OpenGeneration
-    tree: Node | None  # the query matched, with its respelled words (core.typos)
+    tree: Node | None  # the query matched, widened by typos and other forms (core.typos, core.synonyms)
     compiled: CompiledQuery | None
     matched: Mask  # what the query matches
     filters: Filters
     allowed: Mask  # ... and the filters let through
-    literal: Mask  # ... and the query matches as typed (core.typos: not only through a word's typos)
+    literal: Mask  # ... and the query matches as typed (not only through typos or other forms)
     deadline: Deadline  # of the request this match is for
     scored: word_scores.Scored | None  # every match's score (None when browsing without a query)
     typed_scores: word_scores.Floats | None  # ... by the words as typed: what orders the first tiers
@@ -57,7 +57,8 @@ def match(
     gen: OpenGeneration, request: SearchRequest, tree: Node | None, deadline: Deadline, settings: Settings
 ) -> Found:
     """The papers `tree` matches on `gen`, scored, and those `request`'s filters let through; for
-    a tree with `Respelled` words, also those it matches as typed (a second pass without them)."""
+    a widened tree (respelled words, other forms), also those it matches as typed and their scores
+    (a second pass without them)."""
     deadline.check()
     compiled, scored, matched = _scored(gen, tree, settings, deadline)
     _, typed, literal = (
@@ -102,7 +103,7 @@ class WhooshAnswer:
     @cached_property
     def _tiers(self) -> list[Mask]:
         """Papers matching all words of a group first, then the rest matching as typed, then those
-        found only through typos (core.ranking's tiers)."""
+        found only through typos or other forms (core.ranking's tiers)."""
         found = self._found
         return [found.all_words, found.literal & ~found.all_words, found.allowed & ~found.literal]
 
