@@ -1,4 +1,4 @@
-"""`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|sources|update|churn|
+"""`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|typos|sources|update|churn|
 change_costs|rebuild_phases [options]`: see bench/README.md."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ COMMANDS = (
     "versus",
     "authors",
     "suggest",
+    "typos",
     "sources",
     "update",
     "churn",

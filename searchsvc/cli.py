@@ -20,7 +20,7 @@ from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidR
 from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.host import at_lower_priority
 from searchsvc.ingest.sources import formats_described
-from searchsvc.operations import background_embedding, changes, update
+from searchsvc.operations import background_embedding, changes, synonyms, update
 from searchsvc.operations.rebuild import RebuildReport, rebuild
 from searchsvc.operations.search import search
 from searchsvc.settings import Settings, load_settings
@@ -320,9 +320,17 @@ def serve_command(host: str, port: int, index_dir: Path | None) -> None:
 
 @main.command("status")
 @index_dir_option
-def status_command(index_dir: Path | None) -> None:
+@click.option(
+    "--acronyms", is_flag=True, help="List the acronyms the published papers define, which searches expand, instead."
+)
+def status_command(index_dir: Path | None, acronyms: bool) -> None:
     """Show the published index generation: papers, sources, when it was built."""
     backend = open_backend(_settings(index_dir))
+    if acronyms:
+        for acronym in synonyms.published_acronyms(backend):
+            papers = f"{acronym.papers} paper{'s' if acronym.papers != 1 else ''}"
+            say(Quoted(acronym.short.ljust(10)), f" {papers:>10}  ", Quoted("; ".join(acronym.long)))
+        return
     say(json.dumps({**backend.status(), "changes": changes.count(backend)}, indent=2, sort_keys=True))
 
 

@@ -72,8 +72,16 @@ class Answer(CandidateSource[Ref], Protocol[Ref]):
     def total(self) -> int:
         """Papers matching the query and the filters."""
 
+    def searched(self) -> Node | None:
+        """The query as the engine searched it: the request's, with the words it respelled (core.typos)."""
+
+    def literal(self) -> int:
+        """Of them, those the query matches as typed, not only through a word's typos (core.typos):
+        `total` unless the tree holds a `Respelled` word."""
+
     def all_words(self) -> int:
-        """Of them, those matching every word of a group (the first tier); `total` for other queries."""
+        """Of those, the ones matching every word of a group as typed (the first tier); `literal`
+        for other queries."""
 
     def meaning_ready(self) -> bool:
         """Whether its papers have their vectors (False while a rebuild or a write is embedding them)."""

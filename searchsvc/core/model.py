@@ -24,6 +24,7 @@ class SearchRequest:
     sort: str = "relevance"
     page: int = 1
     per_page: int = 10
+    exact: bool = False  # the words only as typed: no typo matches, no other forms (core.typos, core.synonyms)
 
     @property
     def start(self) -> int:
@@ -121,6 +122,22 @@ class PastedIdentifier:
     found: bool | None
 
 
+@dataclass(frozen=True)
+class TypoMatch:
+    """A query word no paper holds, as typed, and the words a typo away it matched (core.typos)."""
+
+    typed: str
+    matched: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlsoSearched:
+    """Words typed side by side and the other forms searched with them (core.synonyms)."""
+
+    typed: str
+    forms: tuple[str, ...]
+
+
 @dataclass
 class SearchResult:
     """A page of hits, the total, and facet counts under the request's other filters."""
@@ -132,6 +149,8 @@ class SearchResult:
     took_ms: float = 0.0
     suggestion: str | None = None
     identifier: PastedIdentifier | None = None
+    typos: list[TypoMatch] = field(default_factory=list)
+    also_searched: list[AlsoSearched] = field(default_factory=list)
 
     @property
     def page(self) -> int:

@@ -120,7 +120,47 @@ class Group:
     nodes: tuple[Node, ...]
 
 
-Node = Union[Word, Phrase, Prefix, Years, Not, AllOf, AnyOf, Group]  # noqa: UP007 (dataclasses above refer to it)
+@dataclass(frozen=True)
+class Respelled:
+    """A word no paper holds, as typed, and the indexed words a typo away that it matches instead
+    (core.typos, never made by the parser): the papers only they find rank last (core.ranking)."""
+
+    typed: Word
+    alternatives: tuple[str, ...]
+
+    @property
+    def searched(self) -> Word:
+        """The alternatives as one word of several parts; engines match any of them, in every mode."""
+        return replace(self.typed, text=" ".join(self.alternatives))
+
+
+@dataclass(frozen=True)
+class Also:
+    """Other forms of words the query typed side by side (an acronym's long form, a synonym:
+    core.synonyms, never made by the parser), matched beside them: the papers only they find rank
+    after the query's own matches (core.ranking). `typed`: the words as typed, at [start, end)."""
+
+    typed: str
+    forms: tuple[str, ...]
+    start: int
+    end: int
+
+    @property
+    def words(self) -> Word | None:
+        """The one-word forms as one word of several parts, any of which matches (engines read it "any")."""
+        single = [form for form in self.forms if len(form.split()) == 1]
+        return Word(" ".join(single), None, self.start, self.end) if single else None
+
+    @property
+    def phrases(self) -> tuple[Phrase, ...]:
+        """The forms of several words, each as a phrase, and as its twin in the other number: a
+        phrase is matched unstemmed, and "sparse tensor gadgets" would miss "sparse tensor gadget"."""
+        several = [form for form in self.forms if len(form.split()) > 1]
+        twins = [form[:-1] if form.endswith("s") else f"{form}s" for form in several]
+        return tuple(Phrase(text, None, self.start, self.end) for text in dict.fromkeys([*several, *twins]))
+
+
+Node = Union[Word, Phrase, Prefix, Years, Not, AllOf, AnyOf, Group, Respelled, Also]  # noqa: UP007 (dataclasses above refer to it)
 
 
 def parse(text: str) -> Node | None:
@@ -151,6 +191,29 @@ def required_words(node: Node | None) -> Node | None:
     if not isinstance(node, Group):
         return None
     return AllOf(node.nodes)
+
+
+def as_typed(node: Node | None) -> Node | None:
+    """The query as typed: each `Respelled` word back to the word typed (which no paper holds)."""
+    return None if node is None else _as_typed(node)
+
+
+def _as_typed(node: Node) -> Node:
+    if isinstance(node, Respelled):
+        return node.typed
+    if isinstance(node, AllOf | AnyOf | Group):
+        kept = tuple(_as_typed(child) for child in node.nodes if not isinstance(child, Also))
+        return kept[0] if len(kept) == 1 else type(node)(kept)
+    return node  # a Not never holds a Respelled: negated words are not respelled
+
+
+def widened(node: Node | None) -> list[Respelled | Also]:
+    """What the query matches beyond its words as typed: respelled words and other forms, in order."""
+    if isinstance(node, Respelled | Also):
+        return [node]
+    if isinstance(node, AllOf | AnyOf | Group):
+        return [found for child in node.nodes for found in widened(child)]
+    return []
 
 
 @dataclass(frozen=True)
@@ -233,9 +296,11 @@ def _narrows(node: Node) -> bool:
 
 
 def words(node: Node | None) -> list[Word]:
-    """Every plain word of the query, in order (for spelling suggestions)."""
+    """Every plain word of the query, in order (for spelling suggestions), as typed."""
     if isinstance(node, Word):
         return [node]
+    if isinstance(node, Respelled):
+        return [node.typed]
     if isinstance(node, Not):
         return []
     if isinstance(node, AllOf | AnyOf | Group):
@@ -248,6 +313,8 @@ def meaning(node: Node | None) -> str:
     semantic model reads. Negated words, wildcards, authors and years say nothing about meaning."""
     if isinstance(node, Word | Phrase):
         return node.text if node.field in (None, "title", "abstract") else ""
+    if isinstance(node, Respelled):
+        return node.alternatives[0]  # the likeliest word meant: what the reader would have typed
     if isinstance(node, AllOf | AnyOf | Group):
         return " ".join(text for text in map(meaning, node.nodes) if text)
     return ""
@@ -265,6 +332,8 @@ def check_term_count(node: Node | None, limit: int) -> None:
 def _term_count(node: Node | None) -> int:
     if isinstance(node, Word | Phrase | Prefix):
         return 0 if node.field == "similar" else 1  # a paper to be like is read by id, not searched
+    if isinstance(node, Respelled | Also):
+        return 1
     if isinstance(node, Not):
         return _term_count(node.node)
     if isinstance(node, AllOf | AnyOf | Group):
@@ -338,8 +407,8 @@ def _with_field(node: Node | None, field: str, column: int) -> Node | None:
     if isinstance(node, Not):
         inner = _with_field(node.node, field, column)
         return None if inner is None else Not(inner)
-    if isinstance(node, Years) or node.field is not None:
-        return node
+    if isinstance(node, Years | Respelled | Also) or node.field is not None:
+        return node  # the parser makes neither: core.typos and core.synonyms widen a parsed query
     if field == "year":
         return _years(node)
     return replace(node, field=field)

@@ -1,8 +1,10 @@
 """The ranking policy every engine follows: tiers, reordering by meaning, and a page across them.
 
-By relevance, papers matching all words of a group come first (tier 0), then those matching
-only some (tier 1). Within a tier the engine's lexical score decides, ties going to the newer
-paper, then the id (`paper.catalogue_key`). With ranking by meaning, each tier's best
+By relevance, papers matching all words of a group as typed come first (tier 0), then those
+matching only some (tier 1), then those found only through a word's typos or other forms
+(tier 2: core.typos, core.synonyms). Within a tier the engine's lexical score decides (of the
+words as typed in the first two, so widening a query never reorders them), ties going to the
+newer paper, then the id (`paper.catalogue_key`). With ranking by meaning, each tier's best
 `fusion.CANDIDATES` lexical matches are reordered by the fused score (`fusion.fused_scores`);
 papers below them keep the lexical order. An engine only finds a tier's candidates in lexical
 order (`CandidateSource`); what comes first is decided here.
@@ -19,6 +21,7 @@ import numpy as np
 from searchsvc.core import fusion
 from searchsvc.core.deadline import Deadline
 
+LAST_TIER = 2  # the papers found only through a word's typos or other forms
 Ref = TypeVar("Ref")  # how an engine refers to a paper: a document number, a hit document
 ScoredRef = tuple[Ref, float]
 
@@ -87,22 +90,23 @@ def rank_page(
     start: int,
     end: int,
     source: CandidateSource[Ref],
-    query: Callable[[], np.ndarray] | None,
+    query: Callable[[int], np.ndarray] | None,
     deadline: Deadline,
 ) -> list[ScoredRef[Ref]]:
     """The places [start, end) of the whole ordered result, as (ref, score) pairs.
 
-    `query` gives the query's vector (computed only if some tier has every candidate's vector),
-    or is None when the search is ranked by words alone.
+    `query` gives the query's vector a tier is reordered by (computed only for a tier whose
+    candidates all have vectors: the first tiers' by the words as typed, the last's by all the
+    words searched), or is None when the search is ranked by words alone.
     """
     window = fusion.CANDIDATES if query is not None else 0
-    vector: np.ndarray | None = None
     ranked: list[ScoredRef[Ref]] = []
     for part in page_slices(tier_sizes, start, end, window):
         found = source.candidates(part.tier, part.fetch_low, part.fetch_high, with_vectors=window > 0)
         deadline.check()
-        if query is not None and found.vectors is not None and vector is None:
-            vector = query()
+        vector = None
+        if query is not None and found.vectors is not None:
+            vector = query(part.tier)
             deadline.check()
         ranked.extend(order_slice(part, found, vector))
     return ranked

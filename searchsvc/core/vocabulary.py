@@ -23,7 +23,7 @@ from searchsvc.core.edits import MAX_EDITS, edit_distance
 _SIGNATURE_BITS = 32
 # One edit changes at most two bits of a word's letter signature (a substitution clears one
 # letter's bit and sets another's; an insertion or deletion one; a swap none).
-_MOST_CHANGED_BITS = 2 * MAX_EDITS
+_BITS_PER_EDIT = 2
 
 
 def signature(word: str) -> int:
@@ -43,13 +43,13 @@ class _Group:
     papers: npt.NDArray[np.int32]
     signatures: npt.NDArray[np.uint32]
 
-    def near(self, word: str, bits: int) -> list[tuple[str, int]]:
-        """(word, papers) of this group within MAX_EDITS of `word`, whose signature is `bits`."""
+    def near(self, word: str, bits: int, edits: int) -> list[tuple[str, int]]:
+        """(word, papers) of this group within `edits` of `word`, whose signature is `bits`."""
         changed = np.bitwise_count(self.signatures ^ np.uint32(bits))
         found = []
-        for i in np.flatnonzero(changed <= _MOST_CHANGED_BITS).tolist():
+        for i in np.flatnonzero(changed <= _BITS_PER_EDIT * edits).tolist():
             candidate = self.text[i * self.length : (i + 1) * self.length]
-            if edit_distance(word, candidate) <= MAX_EDITS:
+            if edit_distance(word, candidate) <= edits:
                 found.append((candidate, int(self.papers[i])))
         return found
 
@@ -113,14 +113,14 @@ class Vocabulary:
             for i, papers in enumerate(group.papers.tolist()):
                 yield group.text[i * size : (i + 1) * size], papers
 
-    def near(self, word: str) -> list[tuple[str, int]]:
-        """(word, papers) of every word with `word`'s first letter within MAX_EDITS of it (itself included)."""
+    def near(self, word: str, edits: int = MAX_EDITS) -> list[tuple[str, int]]:
+        """(word, papers) of every word with `word`'s first letter within `edits` of it (itself included)."""
         bits = signature(word)
         found: list[tuple[str, int]] = []
-        for length in range(max(len(word) - MAX_EDITS, 1), len(word) + MAX_EDITS + 1):
+        for length in range(max(len(word) - edits, 1), len(word) + edits + 1):
             group = self._groups.get((word[:1], length))
             if group is not None:
-                found.extend(group.near(word, bits))
+                found.extend(group.near(word, bits, edits))
         return found
 
 

@@ -2,7 +2,8 @@
 update starts from, and how many of the journal's changes it includes.
 
 Every rebuild and update keeps its collection (`ingest.collection`) beside the index as
-`collections/<generation>.sqlite`, moved into place by the engine's hook just before it
+`collections/<generation>.sqlite`, and the acronyms its papers define as
+`collections/<generation>.acronyms.json`, moved into place by the engine's hook just before it
 publishes that generation; the files of older generations are deleted once it is published. A
 change killed in between leaves a file no generation served needs: the next change removes it, or
 a server's start (`remove_orphaned_collections`).
@@ -10,21 +11,42 @@ a server's start (`remove_orphaned_collections`).
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from searchsvc.backends import Backend, Journal
+from searchsvc.core.acronyms import Acronym, mine, text_of
 from searchsvc.core.errors import RebuildInProgress
 from searchsvc.ingest.collection import Collection, filed_under
 
 COLLECTIONS = "collections"
+_KEPT = (".sqlite", ".acronyms.json")  # what each generation keeps here: its collection, its acronyms
 _log = logging.getLogger(__name__)
 
 
 def collection_file(backend: Backend, generation: str) -> Path:
     return backend.settings.index_dir / COLLECTIONS / f"{generation}.sqlite"
+
+
+def acronyms_file(backend: Backend, generation: str) -> Path:
+    return backend.settings.index_dir / COLLECTIONS / f"{generation}.acronyms.json"
+
+
+def read_acronyms(path: Path) -> list[Acronym]:
+    """The acronyms a generation kept (OSError, ValueError or TypeError if the file is missing or damaged)."""
+    rows = json.loads(path.read_bytes())
+    return [Acronym(str(short), tuple(map(str, long)), int(papers)) for short, long, papers in rows]
+
+
+def _write_acronyms(path: Path, acronyms: list[Acronym]) -> None:
+    rows = [[acronym.short, list(acronym.long), acronym.papers] for acronym in acronyms]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    partial.replace(path)
 
 
 def paper_filed_under(backend: Backend, key: str) -> tuple[str | None, bool]:
@@ -42,9 +64,19 @@ def paper_filed_under(backend: Backend, key: str) -> tuple[str | None, bool]:
         return None, False
 
 
-def keep_collection(backend: Backend, collection: Collection) -> Callable[[str], None]:
-    """The hook an engine calls with a new generation's name just before publishing it."""
-    return lambda generation: collection.keep(collection_file(backend, generation))
+def keep_collection(
+    backend: Backend, collection: Collection, acronyms: list[Acronym] | None = None
+) -> Callable[[str], None]:
+    """The hook an engine calls with a new generation's name just before publishing it: keeps the
+    collection and the acronyms its papers define (`acronyms` where the caller knows them, as an
+    update does; else mined from every paper)."""
+
+    def keep(generation: str) -> None:
+        found = mine(text_of(paper.title, paper.abstract) for paper in collection) if acronyms is None else acronyms
+        _write_acronyms(acronyms_file(backend, generation), found)
+        collection.keep(collection_file(backend, generation))
+
+    return keep
 
 
 def prune_collections(backend: Backend, published: str | None) -> list[str]:
@@ -73,7 +105,12 @@ def remove_orphaned_collections(backend: Backend) -> list[str]:
 
 def _others(backend: Backend, published: str | None) -> list[Path]:
     folder = backend.settings.index_dir / COLLECTIONS
-    return [path for path in folder.glob("*.sqlite") if path.stem != published]
+    return [
+        path
+        for suffix in _KEPT
+        for path in folder.glob(f"*{suffix}")
+        if not path.name.startswith(".") and path.name.removesuffix(suffix) != published
+    ]
 
 
 def published_changes(backend: Backend, journal: Journal) -> int:

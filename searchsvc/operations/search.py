@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from searchsvc.backends import Answer, Backend
-from searchsvc.core import spelling
+from searchsvc.core import spelling, typos
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
 from searchsvc.core.facet_order import counted_in
@@ -32,10 +32,12 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node, SimilarTo, check_term_count, meaning, parse, required_words, similar_to
-from searchsvc.core.ranking import rank_page
+from searchsvc.core.query import Node, SimilarTo, as_typed, check_term_count, meaning, parse, similar_to
+from searchsvc.core.ranking import LAST_TIER, rank_page
 from searchsvc.core.suggestions import Suggestion, typed
+from searchsvc.core.synonyms import matches as other_forms
 from searchsvc.core.text import opening
+from searchsvc.operations import synonyms
 from searchsvc.operations.published import paper_filed_under
 from searchsvc.semantic.selection import query_encoder
 from searchsvc.settings import Settings
@@ -58,13 +60,13 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
     like = similar_to(tree)
     if like is not None:
         return _similar(backend, request, like, started, deadline)
-    with backend.answer(request, tree, deadline, "page") as answer:
+    with backend.answer(request, _widened(backend, request, tree), deadline, "page") as answer:
         ranked = _ranked(answer, request, tree, backend.settings, deadline)
         hits = answer.hits(ranked)
         facets = answer.facets()
         deadline.check()
         suggestion = _did_you_mean(answer, request, deadline)
-        total = answer.total()
+        total, searched = answer.total(), answer.searched()
     return SearchResult(
         request=request,
         total=total,
@@ -73,6 +75,8 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
         took_ms=round((time.perf_counter() - started) * 1000, 2),
         suggestion=suggestion,
         identifier=found,
+        typos=typos.matches(searched),
+        also_searched=other_forms(searched),
     )
 
 
@@ -142,7 +146,7 @@ def export(backend: Backend, request: SearchRequest, limit: int) -> list[Paper]:
     like = similar_to(tree)
     if like is not None:
         return papers_by_id(backend, [hit.id for hit in backend.similar(like, whole, min(limit, SIMILAR_RESULTS))])
-    with backend.answer(whole, tree, deadline, "export") as answer:
+    with backend.answer(whole, _widened(backend, whole, tree), deadline, "export") as answer:
         return answer.papers(_ranked(answer, whole, tree, backend.settings, deadline))
 
 
@@ -179,6 +183,13 @@ def _parsed(settings: Settings, request: SearchRequest) -> Node | None:
     return tree
 
 
+def _widened(backend: Backend, request: SearchRequest, tree: Node | None) -> Node | None:
+    """The query with the other forms of its words (core.synonyms), unless that is off or the
+    request asks for its words only as typed."""
+    expand = backend.settings.expand_synonyms and not request.exact
+    return synonyms.table(backend).widened(tree) if expand else tree
+
+
 def _parsed_words(settings: Settings, request: SearchRequest, what: str) -> Node | None:
     """The request's query parsed for `what`, which counts what words find: `similar:` refused."""
     tree = _parsed(settings, request)
@@ -195,22 +206,29 @@ def _ranked(
     relevance, in the engine's browsing order otherwise (no scores)."""
     if tree is None or request.sort != "relevance":
         return [(ref, None) for ref in answer.page()]
-    total = answer.total()
-    if required_words(tree) is None:
-        sizes = [total]
-    else:
-        all_words = answer.all_words()
-        sizes = [all_words, total - all_words]
-    ranked = rank_page(sizes, request.start, request.end, answer, _query_vector(answer, tree, settings), deadline)
+    total, literal, all_words = answer.total(), answer.literal(), answer.all_words()
+    sizes = [all_words, literal - all_words, total - literal]  # core.ranking's tiers; empty ones take no place
+    ranked = rank_page(sizes, request.start, request.end, answer, _query_vector(answer, settings), deadline)
     return [(ref, round(score, 4)) for ref, score in ranked]
 
 
-def _query_vector(answer: Answer[Any], tree: Node, settings: Settings) -> Callable[[], np.ndarray] | None:
-    """The query's vector, if this search is ranked by meaning too (computed only when needed)."""
-    text = meaning(tree)
-    if not (settings.semantic_ranking and text) or not answer.meaning_ready():
+def _query_vector(answer: Answer[Any], settings: Settings) -> Callable[[int], np.ndarray] | None:
+    """A tier's query vector, if this search is ranked by meaning too (each computed once, when
+    needed): the first tiers' of the words as typed, the last's of the words searched (a misspelt
+    word as the word likeliest meant), as their lexical order is (core.ranking)."""
+    searched = answer.searched()
+    texts = {tier: meaning(as_typed(searched) if tier < LAST_TIER else searched) for tier in range(LAST_TIER + 1)}
+    if not (settings.semantic_ranking and any(texts.values())) or not answer.meaning_ready():
         return None  # off, nothing to mean, or the papers are still being embedded
-    return lambda: query_encoder(settings).encode([text])[0]
+    encoded: dict[str, np.ndarray] = {}
+
+    def vector(tier: int) -> np.ndarray:
+        text = texts[tier] or texts[LAST_TIER]
+        if text not in encoded:
+            encoded[text] = query_encoder(settings).encode([text])[0]
+        return encoded[text]
+
+    return vector
 
 
 def _did_you_mean(answer: Answer[Any], request: SearchRequest, deadline: Deadline) -> str | None:

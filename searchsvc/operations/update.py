@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.backends import Backend
+from searchsvc.core.acronyms import merged, mine, text_of
 from searchsvc.core.catalogue import Change, Idempotency, JournalEntry
 from searchsvc.core.errors import IndexUnavailable, SearchsvcError, storage_full_explained
 from searchsvc.core.paper import Paper, SourceLocation
@@ -31,7 +32,13 @@ from searchsvc.ingest.field_limits import FieldLimits
 from searchsvc.ingest.merging import merge_into
 from searchsvc.ingest.sources import discover, read_records
 from searchsvc.operations.background_embedding import embed_pending
-from searchsvc.operations.published import collection_file, keep_collection, prune_collections, published_changes
+from searchsvc.operations.published import (
+    collection_file,
+    keep_collection,
+    prune_collections,
+    published_changes,
+)
+from searchsvc.operations.synonyms import published_acronyms
 
 
 @dataclass
@@ -231,9 +238,11 @@ def _publish(
         if changed:
             entry = _keyed(asked(), idempotency, report)
             journal.append(entry)  # durable before the change is published
+            # The published acronyms and the new papers': mining all 300,000 papers again would cost a write seconds.
+            acronyms = merged(published_acronyms(backend), mine(text_of(p.title, p.abstract) for p in change.added))
             with progress("indexing", len(change.added)) as advance:
                 report.generation = backend.apply(
-                    collection, change, advance, provenance, keep_collection(backend, collection)
+                    collection, change, advance, provenance, keep_collection(backend, collection, acronyms)
                 )
             report.changed_at = entry.at  # as the journal keeps it: a retry is answered the same
             prune_collections(backend, report.generation)

@@ -27,6 +27,7 @@ from searchsvc.settings.rules import (
     PathList,
     Refused,
     Rule,
+    SynonymsFile,
     Text,
     TokenHashes,
     TokensFile,
@@ -90,6 +91,25 @@ class Settings:
     )
     max_facet_prefix_length: int = _setting(
         100, "a facet value lookup prefix longer than any name is not a lookup", Integer(1, 1000)
+    )
+    typo_tolerance: bool = _setting(
+        True,
+        "a word of 5+ letters that no paper holds also matches the words a typo away (one edit; two from 9 "
+        "letters), whose papers rank after every exact match (core/typos.py)",
+        Boolean(),
+    )
+    expand_synonyms: bool = _setting(
+        True,
+        "words typed side by side also match their other forms (the acronyms the collection defines, as "
+        '"Deep Learning Recommendation Models (DLRM)", and synonyms_file\'s groups), ranked after every paper '
+        "with the words as typed; quoted words never are",
+        Boolean(),
+    )
+    synonyms_file: str = _setting(
+        "",
+        "groups of forms that mean the same, one group a line, comma-separated (`click-through rate, CTR, "
+        "clickthrough`; # comments); read at start",
+        SynonymsFile(),
     )
     suggestion_limit: int = _setting(
         8, "suggestions listed as you type: a list read at a glance while typing", Integer(1, 50)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -158,22 +159,48 @@ class PathList:
         return f"one or more non-empty paths (separated by {os.pathsep!r} in the environment)"
 
 
-class TokensFile:
-    """A file of write-token entries (`name:sha256-hex` lines), or empty for none; read and checked now,
-    so a bad line stops the start with `file:line: what is wrong` rather than refusing every writer later."""
+class CheckedFile:
+    """A file read and checked now by `check` (ValueError saying `file:line: what is wrong`), or empty
+    for none: a bad line stops the start rather than failing every request that needs the file later."""
+
+    def __init__(self, check: Callable[[Path], object], described: str) -> None:
+        self._check = check
+        self._described = described
 
     def read(self, value: Any) -> str:
         if value == "" or value is None:
             return ""
         path = _path_text(value)
         try:
-            read_tokens_file(Path(path))
+            self._check(Path(path))
         except ValueError as exc:
             raise Refused(str(exc)) from None
         return path
 
     def __str__(self) -> str:
-        return "a file of NAME:SHA256 lines (# comments), or empty for none"
+        return self._described
+
+
+class TokensFile(CheckedFile):
+    """A file of write-token entries (`name:sha256-hex` lines)."""
+
+    def __init__(self) -> None:
+        super().__init__(read_tokens_file, "a file of NAME:SHA256 lines (# comments), or empty for none")
+
+
+class SynonymsFile(CheckedFile):
+    """A synonyms file (core.synonyms: groups of forms, one a line)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            _read_synonyms, "a file of comma-separated forms, one group a line (# comments), or empty for none"
+        )
+
+
+def _read_synonyms(path: Path) -> object:
+    from searchsvc.core.synonyms import read_file  # the query parser, loaded only where a file is set
+
+    return read_file(path)
 
 
 class TokenHashes:

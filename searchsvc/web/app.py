@@ -15,7 +15,7 @@ from searchsvc.backends import open_backend
 from searchsvc.core.deadline import request_budget
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.host import AST_LOCK
-from searchsvc.operations import leftovers
+from searchsvc.operations import leftovers, synonyms
 from searchsvc.settings import load_settings
 from searchsvc.web import api, feeds, health, http_errors, metrics, openapi, ui, write_api
 from searchsvc.web.raw_query import refuse_invalid_utf8
@@ -105,9 +105,12 @@ def remove_leftovers(app: Flask) -> None:
 
 
 def open_index(app: Flask) -> None:
-    """Open the published index now rather than on the first request; without one, just log it."""
+    """Open the published index, and the other forms searches widen with, now rather than on the
+    first request; without an index, just log it."""
     try:
-        status = app.extensions["searchsvc"].backend.status()
+        backend = app.extensions["searchsvc"].backend
+        status = backend.status()
+        synonyms.table(backend)
     except SearchsvcError as exc:  # /readyz reports it until an index is published
         app.logger.warning("index not loaded: %s", exc.explained())
     else:

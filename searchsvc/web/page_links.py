@@ -70,11 +70,14 @@ class SearchLinks:
             pairs.append(("per_page", str(request.per_page)))
         if paged and request.page != 1:
             pairs.append(("page", str(request.page)))
+        if request.exact:
+            pairs.append(("exact", "true"))
         return pairs
 
     def hidden_fields(self, *shown: str) -> list[tuple[str, str]]:
-        """Parameters a form must carry to keep the current search, except the fields it shows itself."""
-        return [(name, value) for name, value in self.pairs(self._first_page()) if name not in shown]
+        """Parameters a form must carry to keep the current search, except the fields it shows itself;
+        never `exact`, which was asked of the words typed before."""
+        return [(name, value) for name, value in self.pairs(self._first_page()) if name not in (*shown, "exact")]
 
     # One change ------------------------------------------------------------------------
 
@@ -104,6 +107,10 @@ class SearchLinks:
 
     def search_for(self, q: str) -> str:
         return self.to(self._first_page(q=q))
+
+    def exactly(self) -> str:
+        """This search with its words only as typed (no typo matches, no other forms)."""
+        return self.to(self._first_page(exact=True))
 
     def page(self, number: int) -> str:
         return self.to(replace(self.request, page=number))

@@ -58,6 +58,13 @@ class SearchRequestSchema(Schema):
         metadata={"description": "1-based; page * per_page may not exceed the result window (max_result_window)."},
     )
     per_page = fields.Integer()
+    exact = fields.Boolean(
+        load_default=False,
+        metadata={
+            "description": "Search the words only as typed: no words a typo away (typo_tolerance) and no other "
+            "forms (expand_synonyms)."
+        },
+    )
 
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -107,6 +114,7 @@ class SearchRequestSchema(Schema):
             sort=data.get("sort", "relevance"),
             page=data.get("page", 1),
             per_page=data.get("per_page", self.settings.default_per_page),
+            exact=data.get("exact", False),
         )
 
 
@@ -308,6 +316,7 @@ class QuerySchema(Schema):
     sort = fields.String(required=True)
     page = fields.Integer(required=True)
     per_page = fields.Integer(required=True)
+    exact = fields.Boolean(required=True)
 
 
 class IdentifiersSchema(Schema):
@@ -397,6 +406,27 @@ class FacetsSchema(Schema):
     author = fields.List(fields.Nested(FacetValueSchema), required=True)
 
 
+class TypoMatchSchema(Schema):
+    typed = fields.String(required=True, metadata={"description": "A query word no paper holds, as typed."})
+    matched = fields.List(
+        fields.String(),
+        required=True,
+        metadata={"description": "The words a typo away it matched instead; papers only they find rank last."},
+    )
+
+
+class AlsoSearchedSchema(Schema):
+    typed = fields.String(required=True, metadata={"description": "Words of the query, as typed side by side."})
+    forms = fields.List(
+        fields.String(),
+        required=True,
+        metadata={
+            "description": "Their other forms searched too (an acronym the papers define, its long form, a synonym); "
+            "papers only these find rank last."
+        },
+    )
+
+
 class SearchResultSchema(Schema):
     """The search result document shared by `searchsvc search --json` and `GET /api/search`."""
 
@@ -415,6 +445,8 @@ class SearchResultSchema(Schema):
         required=True,
         metadata={"description": "Set where the whole query was one arXiv id, DOI, or arxiv.org or doi.org address."},
     )
+    typos = fields.List(fields.Nested(TypoMatchSchema), required=True)
+    also_searched = fields.List(fields.Nested(AlsoSearchedSchema), required=True)
 
 
 def dump_search_result(result: SearchResult) -> dict[str, Any]:

@@ -49,6 +49,7 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
         "sort": "relevance",
         "page": 1,
         "per_page": 3,
+        "exact": False,
     }
     top = document["results"][0]
     assert top["title"] == COMPOSITIONAL

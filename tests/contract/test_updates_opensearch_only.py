@@ -191,7 +191,8 @@ def test_updates_ranked_by_meaning_too_match_a_rebuild_and_are_published_by_meta
     assert written["doc_count"] == backend.status()["doc_count"] == fresh.status()["doc_count"]
     label = backend.published()
     assert label == f"{backend.generations.aliased()[0]}.{UPDATES + 1}" == backend.status()["generation"]
-    assert [p.name for p in (backend.settings.index_dir / COLLECTIONS).iterdir()] == [f"{label}.sqlite"]
+    kept = sorted(p.name for p in (backend.settings.index_dir / COLLECTIONS).iterdir())
+    assert kept == [f"{label}.acronyms.json", f"{label}.sqlite"]
     assert cluster.indices.stats(index=backend.generations.aliased()[0])["_all"]["total"]["docs"]["deleted"] == 0
 
 

@@ -14,6 +14,8 @@ SEARCH_RESULT_KEYS = (
     "facets",
     "suggestion",
     "identifier",
+    "typos",
+    "also_searched",
 )
 HIT_KEYS = (
     "id",

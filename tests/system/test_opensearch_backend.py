@@ -290,6 +290,6 @@ def test_a_query_the_cluster_refuses_is_a_400_with_its_reason(
     with pytest.raises(QueryRejected, match="the search cluster refused this query: .*no_such_query"):
         backend.searches.search({"query": {"no_such_query": {}}})
     app = create_app(factory.overrides(opensearch_index=settings.opensearch_index))
-    monkeypatch.setattr(search_bodies, "plan", lambda request, tree: Plan(None, {"no_such_query": {}}, None, {}))
+    monkeypatch.setattr(search_bodies, "plan", lambda request, tree: Plan(None, {"no_such_query": {}}, None, None, {}))
     error = error_of(app.test_client(), "/api/search?q=x", 400)
     assert error["code"] == "query_rejected" and "no_such_query" in error["message"]

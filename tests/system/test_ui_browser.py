@@ -325,7 +325,7 @@ def test_syntax_error_is_a_friendly_message_with_the_form_still_filled(base: str
 
 
 def test_did_you_mean_and_the_empty_state(base: str, page: Page) -> None:
-    page.goto(f"{base}/?q=compostional&subject=cs.LG")
+    page.goto(f"{base}/?q=moel&subject=cs.LG")  # four letters: too short for typo tolerance
     expect(page.locator("#results-heading")).to_contain_text("No papers found")
     empty = page.locator(".empty-state")
     expect(empty).to_contain_text("Use fewer or more general words")
@@ -333,9 +333,20 @@ def test_did_you_mean_and_the_empty_state(base: str, page: Page) -> None:
     screenshot(page, "empty-state")
 
     follow(page.locator(".suggestion a"))
-    expect(page).to_have_url(re.compile("q=compositional"))
+    expect(page).to_have_url(re.compile("q=model"))
     assert params(page)["subject"] == ["cs.LG"]  # the suggestion keeps the filters
     assert total(page) > 0
+
+
+def test_a_misspelt_word_finds_papers_and_says_what_it_matched(base: str, page: Page) -> None:
+    page.goto(f"{base}/?q=compostional&subject=cs.LG")
+    assert total(page) > 0
+    expect(page.locator(".typos")).to_contain_text("Also matched compostional as compositional")
+    expect(page.locator(".suggestion")).to_contain_text("Did you mean compositional?")
+    screenshot(page, "typos")
+    follow(page.get_by_role("link", name="Search only the words as typed"))
+    assert params(page)["exact"] == ["true"] and params(page)["subject"] == ["cs.LG"]
+    expect(page.locator("#results-heading")).to_contain_text("No papers found")
 
 
 # Pages ------------------------------------------------------------------------------
@@ -610,7 +621,9 @@ PAGE_STATES = {
     "no query": "/",
     "results": "/?q=embedding+tables",
     "filters and a chip": "/?q=training&subject=cs.LG&author=Maxim+Naumov&year_from=2019",
-    "empty, with did-you-mean": "/?q=compostional&subject=cs.LG",
+    "empty, with did-you-mean": "/?q=moel&subject=cs.LG",
+    "results through a misspelt word": "/?q=compostional+embeddings",
+    "results with an acronym's long form also searched": "/?q=DLRM",
     "a syntax error": "/?q=embedding+AND",
     "an author lookup": "/?q=embedding&find_author=na",
     "a later page": "/?q=embedding&per_page=5&page=2",

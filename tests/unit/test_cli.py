@@ -38,6 +38,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
         "sort": "relevance",
         "page": 1,
         "per_page": 10,
+        "exact": False,
     }
     assert (document["total"], document["page"], document["per_page"], document["pages"]) == (28, 1, 10, 3)
     assert list(document["results"][0]) == list(HIT_KEYS)
@@ -84,6 +85,13 @@ def test_index_dir_from_environment(runner, index_dir: Path) -> None:
     env = {"SEARCHSVC_INDEX_DIR": str(index_dir)}
     assert invoke(runner, "rebuild", str(SEEDS), env=env).exit_code == 0
     assert json.loads(invoke(runner, "status", env=env).stdout)["doc_count"] == 28
+
+
+def test_status_lists_the_acronyms_the_papers_define(runner, index_dir: Path) -> None:
+    assert invoke(runner, "rebuild", str(SEEDS), "--index-dir", str(index_dir)).exit_code == 0
+    listed = invoke(runner, "status", "--acronyms", "--index-dir", str(index_dir)).stdout.splitlines()
+    assert "DLRM         5 papers  deep learning recommendation models; deep learning recommendation model" in listed
+    assert any(line.startswith("NAS ") and line.endswith("neural architecture search") for line in listed)
 
 
 def test_bad_parameters_exit_2_naming_the_option(runner, index_dir: Path) -> None:

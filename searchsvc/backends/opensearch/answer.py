@@ -5,6 +5,7 @@ requests (a tier's candidates: candidates.py)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from opensearchpy import OpenSearch
@@ -52,8 +53,14 @@ class OpenSearchAnswer:
     def total(self) -> int:
         return int(self._response["hits"]["total"]["value"])
 
+    def searched(self) -> Node | None:
+        return self._plan.tree
+
+    def literal(self) -> int:
+        return int(self._aggs["literal"]["doc_count"]) if self._plan.literal else self.total()
+
     def all_words(self) -> int:
-        return int(self._aggs["all_words"]["doc_count"]) if self._plan.tiered else self.total()
+        return int(self._aggs["all_words"]["doc_count"]) if self._plan.first_tier else self.total()
 
     def meaning_ready(self) -> bool:
         return True  # a tier's candidates carry vectors only when each of them has one
@@ -83,18 +90,20 @@ class OpenSearchAnswer:
 
 
 def ask_word_statistics(
-    searches: AliasSearches, client: OpenSearch, alias: str, plan: Plan, aggs: Dsl
-) -> AskedWords | None:
-    """For a query of plain words: the words it scores by BM25F and whether they are a group,
-    with the aggregation of their statistics added to `aggs` (the search's first request)."""
-    typed = word_rescoring.plain_words(plan.tree)
-    if typed is None:
-        return None
-    words = searches.asked(lambda: word_rescoring.analysed(typed, client, alias))
-    if not words:
-        return None
-    aggs.update(word_rescoring.statistics_aggs(words))
-    return words, typed.grouped
+    searches: AliasSearches, client: OpenSearch, alias: str, trees: list[Node | None], aggs: Dsl
+) -> list[AskedWords | None]:
+    """For each query of plain words (the query searched, and as typed where it was widened): the
+    words it scores by BM25F and whether they are a group, with the aggregation of all their
+    statistics added to `aggs` (the search's first request)."""
+    asked: list[AskedWords | None] = []
+    for tree in trees:
+        plain = word_rescoring.plain_words(tree)
+        words = [] if plain is None else searches.asked(partial(word_rescoring.analysed, plain, client, alias))
+        asked.append(None if plain is None or not words else (words, plain.grouped))
+    every = [word for found in asked if found is not None for word in found[0]]
+    if every:
+        aggs.update(word_rescoring.statistics_aggs(every))
+    return asked
 
 
 def word_rescorer(words: AskedWords, aggs: Dsl, client: OpenSearch) -> word_rescoring.WordRescorer | None:

@@ -20,7 +20,7 @@ from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
 from searchsvc.backends.opensearch import merging, search_bodies, spelling, updates, vectors
-from searchsvc.backends.opensearch.answer import OpenSearchAnswer, ask_word_statistics, word_rescorer
+from searchsvc.backends.opensearch.answer import AskedWords, OpenSearchAnswer, ask_word_statistics, word_rescorer
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.candidates import TierCandidates, catalogue_ranks
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect, where
@@ -30,17 +30,19 @@ from searchsvc.backends.opensearch.hits import hit
 from searchsvc.backends.opensearch.journal import IndexJournal
 from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, page
+from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.suggesting import suggestions
 from searchsvc.backends.ports import FINGERPRINT, JOURNAL_ENTRIES, IndexShape, Purpose
+from searchsvc.core import typos
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed
 from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
-from searchsvc.core.query import Node, SimilarTo
+from searchsvc.core.query import Node, SimilarTo, as_typed
 from searchsvc.core.ranking import related_order, rocchio
+from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.text import fold
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
@@ -273,15 +275,39 @@ class OpenSearchBackend:
     ) -> Iterator[OpenSearchAnswer]:
         """One request: the matches' count, the all-words tier's, facets and respellings for a
         page (only counts for an export), word statistics for BM25F, and the page itself when
-        browsing; a tier's candidates are asked for later, as the recipe needs them."""
+        browsing; a tier's candidates are asked for later, as the recipe needs them. With typo
+        tolerance, a query with words no paper holds is asked again, those words also matching
+        the near words the first answer's suggesters offered (core.typos)."""
+        shown = purpose == "page"
+        respell = self.settings.typo_tolerance and not request.exact
+        checks = spelling.checks(tree) if shown or respell else []
+        plan, response, words = self._first_answer(request, tree, shown, checks)
+        deadline.check()
+        if respell and checks:
+            options = spelling.near_words(checks, response)
+            searched = typos.respelled(tree, spelling.unstemmed_tokens, options.get, deadline)
+            if searched is not tree:
+                plan, response, words = self._first_answer(request, searched, shown, checks)
+                deadline.check()
+        aggregations = response.get("aggregations", {})
+        rescorers = [None if found is None else word_rescorer(found, aggregations, self.client) for found in words]
+        # The first tiers are ordered by the words as typed (the last of `words`), the last by all it searched.
+        tiers = TierCandidates(self.searches, plan, shown, self._timeout(), rescorers[-1], rescorers[0])
+        yield OpenSearchAnswer(self.searches, self.settings, request, plan, response, tiers, checks)
+
+    def _first_answer(
+        self, request: SearchRequest, tree: Node | None, shown: bool, checks: list[Check]
+    ) -> tuple[Plan, Dsl, list[AskedWords | None]]:
+        """The search's first request (see `answer`): its plan, response and the words it scores."""
         plan = search_bodies.plan(request, tree)
         ranked = tree is not None and request.sort == "relevance"
-        shown = purpose == "page"
         aggs: Dsl = {}
         if shown:
             aggs |= search_bodies.facet_aggs(plan, self.settings) | search_bodies.selection_aggs(request, self.settings)
-        if plan.tiered:
-            aggs["all_words"] = plan.all_words_agg()
+        if plan.first_tier is not None:
+            aggs["all_words"] = plan.count_agg(plan.first_tier)
+        if plan.literal is not None:
+            aggs["literal"] = plan.count_agg(plan.literal)
         body: Dsl = {
             "query": plan.scored,
             "post_filter": plan.post_filter,
@@ -290,16 +316,14 @@ class OpenSearchBackend:
             **self._timeout(),
             **({"size": 0} if ranked else page(request.sort, request.start, request.per_page, highlight=shown)),
         }
-        words = ask_word_statistics(self.searches, self.client, self.alias, plan, aggs) if ranked else None
-        checks = spelling.checks(plan.tree) if shown else []
+        trees = [tree] if plan.literal is None else [tree, as_typed(tree)]
+        words: list[AskedWords | None] = [None]
+        if ranked:
+            words = ask_word_statistics(self.searches, self.client, self.alias, trees, aggs)
         if checks:
             spelling_aggs, body["suggest"] = spelling.aggs_and_suggesters(checks)
             aggs.update(spelling_aggs)
-        response = self.searches.search(body)
-        deadline.check()
-        rescorer = word_rescorer(words, response.get("aggregations", {}), self.client) if words else None
-        tiers = TierCandidates(self.searches, plan, shown, self._timeout(), rescorer)
-        yield OpenSearchAnswer(self.searches, self.settings, request, plan, response, tiers, checks)
+        return plan, self.searches.search(body), words
 
     def facet_values(
         self, name: str, prefix: str, request: SearchRequest, tree: Node | None, limit: int

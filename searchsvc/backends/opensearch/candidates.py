@@ -16,24 +16,31 @@ from searchsvc.backends.opensearch.search_bodies import Plan, page
 from searchsvc.backends.opensearch.vectors import vectors_of
 from searchsvc.backends.opensearch.word_rescoring import POOL, WordRescorer
 from searchsvc.core.paper import catalogue_key
-from searchsvc.core.ranking import Candidates
+from searchsvc.core.ranking import LAST_TIER, Candidates
 
 
 class TierCandidates:
-    """Candidates of `plan`'s tiers (hit documents, highlighted if `highlight`), rescored by
-    `rescorer` when the query is plain words."""
+    """Candidates of `plan`'s tiers (hit documents, highlighted if `highlight`), rescored by BM25F
+    when the query is plain words: the first tiers by the words as typed, the last by all it searched."""
 
     def __init__(
-        self, searches: AliasSearches, plan: Plan, highlight: bool, timeout: Dsl, rescorer: WordRescorer | None
+        self,
+        searches: AliasSearches,
+        plan: Plan,
+        highlight: bool,
+        timeout: Dsl,
+        typed: WordRescorer | None,
+        widened: WordRescorer | None,
     ) -> None:
         self._searches = searches
         self._plan = plan
         self._highlight = highlight
         self._timeout = timeout
-        self._rescorer = rescorer
+        self._rescorers = (typed, widened)  # the first tiers by the words as typed; the last by all searched
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
-        rescored = self._rescorer is not None and low < POOL
+        rescorer = self._rescorers[tier == LAST_TIER]
+        rescored = rescorer is not None and low < POOL
         fetch_low, fetch_high = (0, max(high, POOL)) if rescored else (low, high)
         body = {
             "query": self._plan.tier_query(tier),
@@ -44,8 +51,8 @@ class TierCandidates:
         }
         docs = self._searches.search(body)["hits"]["hits"]
         scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
-        if self._rescorer is not None and rescored:
-            docs, scores = self._rescored(docs, scores, self._rescorer)
+        if rescorer is not None and rescored:
+            docs, scores = self._rescored(docs, scores, rescorer)
         docs, scores = docs[low - fetch_low : high - fetch_low], scores[low - fetch_low : high - fetch_low]
         vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
         return Candidates(docs, scores, catalogue_ranks(docs), vectors)

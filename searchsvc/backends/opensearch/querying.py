@@ -16,11 +16,13 @@ from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import (
     AllOf,
+    Also,
     Group,
     Node,
     Not,
     Phrase,
     Prefix,
+    Respelled,
     Word,
     Years,
     either,
@@ -43,6 +45,11 @@ def translate(node: Node, parts: _Parts = "any") -> Dsl:
     all of them, or as a phrase (under NOT), as in the Whoosh backend's QueryCompiler."""
     if isinstance(node, Word):
         return _word(node, parts)
+    if isinstance(node, Respelled):
+        return _word(node.searched, "any")
+    if isinstance(node, Also):
+        words = [_word(node.words, "any")] if node.words is not None else []
+        return _or(words + [_phrase(phrase) for phrase in node.phrases])
     if isinstance(node, Phrase):
         return _phrase(node)
     if isinstance(node, Prefix):

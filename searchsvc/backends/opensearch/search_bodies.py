@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, VECTOR
 from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
 from searchsvc.core.model import FACETS, SearchRequest
-from searchsvc.core.query import Node, required_words
-from searchsvc.core.ranking import RELATED_KEY_TERMS
+from searchsvc.core.query import Node, as_typed, required_words, widened
+from searchsvc.core.ranking import LAST_TIER, RELATED_KEY_TERMS
 from searchsvc.settings import Settings
 
 SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers"]
@@ -49,6 +49,7 @@ class Plan:
     tree: Node | None
     scored: Dsl
     required: Dsl | None
+    literal: Dsl | None  # the query as typed, when it matches some word through its typos (core.typos)
     filters: dict[str, Dsl | None]
 
     @property
@@ -57,21 +58,28 @@ class Plan:
         return all_of(list(self.filters.values()))
 
     @property
-    def tiered(self) -> bool:
-        """Whether papers matching all words of a group come first (core.ranking's tiers)."""
-        return self.required is not None
+    def first_tier(self) -> Dsl | None:
+        """What a paper of the first tier matches besides the query (core.ranking's tiers): all
+        words of a group as typed, or the query as typed; None when that is the whole match."""
+        return self.required if self.required is not None else self.literal
 
-    def all_words_agg(self) -> Dsl:
-        """Counts the papers of the all-words tier that the filters let through."""
-        assert self.required is not None
-        return {"filter": all_of([*self.filters.values(), self.required])}
+    def count_agg(self, narrowing: Dsl) -> Dsl:
+        """Counts the papers matching `narrowing` that the filters let through."""
+        return {"filter": all_of([*self.filters.values(), narrowing])}
 
     def tier_query(self, tier: int) -> Dsl:
-        """The scored query narrowed to one tier: all words (0), or only some (1)."""
-        if self.required is None:
-            return self.scored
-        placed = {"filter": [self.required]} if tier == 0 else {"must_not": [self.required]}
-        return {"bool": {"must": [self.scored], **placed}}
+        """The scored query narrowed to one tier: all words as typed (0), the rest as typed (1),
+        the rest: found through typos (2)."""
+        if tier == 0:
+            inside, outside = [self.first_tier], []
+        elif tier == 1:
+            inside, outside = [self.literal], [self.required]
+        else:
+            inside, outside = [], [self.literal]
+        placed = {"filter": [q for q in inside if q], "must_not": [q for q in outside if q]}
+        # The first tiers scored by the words as typed: widening a query never reorders them.
+        scored = self.scored if tier == LAST_TIER or self.literal is None else self.literal
+        return {"bool": {"must": [scored], **placed}} if any(placed.values()) else scored
 
     def matched(self) -> Dsl:
         """Every paper the query matches and the filters let through."""
@@ -90,11 +98,13 @@ class Plan:
 
 def plan(request: SearchRequest, tree: Node | None) -> Plan:
     """The bodies' parts for `request`, its query parsed and checked as `tree`."""
-    required = required_words(tree)
+    typed = as_typed(tree)
+    required = required_words(typed)
     return Plan(
         tree=tree,
         scored=MATCH_ALL if tree is None else translate(tree),
         required=None if required is None else all_words(required),
+        literal=translate(typed) if typed is not None and widened(tree) else None,
         filters=filters(request),
     )
 

@@ -12,7 +12,7 @@ from searchsvc.core import edits, spelling
 from searchsvc.core.query import Node
 from searchsvc.core.text import fold
 
-_OPTIONS = 10  # respellings the suggester offers per word and field
+_OPTIONS = 20  # respellings the suggester offers per word and field: typo tolerance keeps 3 of them
 
 
 def unstemmed_tokens(text: str) -> list[str]:
@@ -49,18 +49,29 @@ def aggs_and_suggesters(checks: list[spelling.Check]) -> tuple[Dsl, Dsl]:
 
 def respellings(checks: list[spelling.Check], response: Dsl) -> dict[spelling.Check, str]:
     """The core rule's respelling of each checked word that no paper contains."""
-    known = response["aggregations"]["spelling"]["known"]["buckets"]
+    options = near_words(checks, response)
     chosen = {}
+    for check in checks:
+        found = options[check.word]
+        better = None if found is None else spelling.choose(check.word, found)
+        if better is not None:
+            chosen[check] = better
+    return chosen
+
+
+def near_words(checks: list[spelling.Check], response: Dsl) -> dict[str, list[tuple[str, int]] | None]:
+    """Each checked word's respellings the suggester offered, with their papers (summed over the
+    fields), or None when some paper holds the word: what core.typos and core.spelling choose from."""
+    known = response["aggregations"]["spelling"]["known"]["buckets"]
+    found: dict[str, list[tuple[str, int]] | None] = {}
     for i, check in enumerate(checks):
         if known[str(i)]["doc_count"]:
+            found[check.word] = None
             continue
-        options = [
+        found[check.word] = [
             (option["text"], int(option.get("freq", 0)))
             for field in TEXT_FIELDS
             for entry in response.get("suggest", {}).get(f"{field}_{i}", [])
             for option in entry["options"]
         ]
-        better = spelling.choose(check.word, options)
-        if better is not None:
-            chosen[check] = better
-    return chosen
+    return found

@@ -23,7 +23,7 @@ from opensearchpy import OpenSearch
 from searchsvc.backends import bm25f
 from searchsvc.backends.opensearch.mapping import LENGTH, TEXT_FIELDS
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.core.query import Group, Node, Word, searched_fields
+from searchsvc.core.query import Also, Group, Node, Respelled, Word, searched_fields
 
 POOL = 300  # a tier's first places rescored: Whoosh's best 100 are among the cluster's best 300
 _STATISTICS = "bm25f"  # the global aggregation holding the word statistics
@@ -50,11 +50,22 @@ class PlainWords:
 def plain_words(tree: Node | None) -> PlainWords | None:
     """The query as plain words of title and abstract, or None if it is anything else
     (phrases, wildcards, NOT, OR, author or subject clauses keep the cluster's scores)."""
-    nodes = tree.nodes if isinstance(tree, Group) else (tree,)
+    if tree is None:
+        return None
+    nodes = [_plain(node) for node in (tree.nodes if isinstance(tree, Group) else (tree,))]
     if not all(isinstance(node, Word) and node.field in (None, *TEXT_FIELDS) for node in nodes):
         return None
     typed = tuple((node.text, searched_fields(node.field)) for node in nodes if isinstance(node, Word))
     return PlainWords(typed, grouped=isinstance(tree, Group))
+
+
+def _plain(node: Node) -> Node:
+    """A respelled word, or other forms of one word each, as one word of several parts (any of them)."""
+    if isinstance(node, Respelled):
+        return node.searched
+    if isinstance(node, Also) and node.words is not None and not node.phrases:
+        return node.words
+    return node
 
 
 def analysed(words: PlainWords, client: OpenSearch, index: str) -> list[ScoredWord]:

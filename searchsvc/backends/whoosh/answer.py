@@ -21,8 +21,8 @@ from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.model import FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node
-from searchsvc.core.ranking import Candidates
+from searchsvc.core.query import Node, as_typed, widened
+from searchsvc.core.ranking import LAST_TIER, Candidates
 from searchsvc.settings import Settings
 
 Ranked = list[tuple[int, float | None]]  # document numbers with their scores
@@ -33,18 +33,21 @@ class Found:
     """What a query matches on one generation, and what the filters let through."""
 
     gen: OpenGeneration
+    tree: Node | None  # the query matched, widened by typos and other forms (core.typos, core.synonyms)
     compiled: CompiledQuery | None
     matched: Mask  # what the query matches
     filters: Filters
     allowed: Mask  # ... and the filters let through
+    literal: Mask  # ... and the query matches as typed (not only through typos or other forms)
     deadline: Deadline  # of the request this match is for
     scored: word_scores.Scored | None  # every match's score (None when browsing without a query)
+    typed_scores: word_scores.Floats | None  # ... by the words as typed: what orders the first tiers
 
     @cached_property
     def all_words(self) -> Mask:
-        """Allowed papers matching all words of a group (every allowed paper for other queries)."""
+        """Allowed papers matching all words of a group as typed (`literal` for other queries)."""
         if self.compiled is None or self.compiled.required is None:
-            return self.allowed
+            return self.literal
         if self.scored is not None and self.scored.all_words is not None:
             return self.allowed & self.scored.all_words
         return self.allowed & mask(self.gen, all_matching(self.gen.searcher, self.compiled.required, self.deadline))
@@ -53,31 +56,38 @@ class Found:
 def match(
     gen: OpenGeneration, request: SearchRequest, tree: Node | None, deadline: Deadline, settings: Settings
 ) -> Found:
-    """The papers `tree` matches on `gen`, scored, and those `request`'s filters let through."""
+    """The papers `tree` matches on `gen`, scored, and those `request`'s filters let through; for
+    a widened tree (respelled words, other forms), also those it matches as typed and their scores
+    (a second pass without them)."""
     deadline.check()
-    compiled = (
-        None
-        if tree is None
-        else QueryCompiler(gen.searcher.reader(), settings.max_wildcard_terms, deadline).compile(tree)
+    compiled, scored, matched = _scored(gen, tree, settings, deadline)
+    _, typed, literal = (
+        (compiled, scored, matched) if not widened(tree) else _scored(gen, as_typed(tree), settings, deadline)
     )
-    deadline.check()
-    words_plan = None if compiled is None else word_scores.plan(compiled, gen.searcher)
-    scored = None
-    if compiled is None:
-        matched = gen.all_docs
-    elif words_plan is not None:
-        scored = word_scores.score(words_plan, gen.postings, gen.searcher, deadline.check)
-        matched = scored.matched & gen.all_docs  # matchers see an update's deleted papers too
-    else:
-        docs, scores = all_scored(gen.searcher, compiled.scored, deadline)
-        matched = mask(gen, docs) & gen.all_docs
-        dense = np.zeros(len(matched), dtype=np.float64)
-        dense[docs] = scores
-        scored = word_scores.Scored(matched, dense, None)
     filters = gen.facets.filters(request)
     deadline.check()
     allowed = intersect(matched, list(filters.values()))
-    return Found(gen, compiled, matched, filters, allowed, deadline, scored)
+    typed_scores = None if typed is None else typed.scores
+    return Found(gen, tree, compiled, matched, filters, allowed, allowed & literal, deadline, scored, typed_scores)
+
+
+def _scored(
+    gen: OpenGeneration, tree: Node | None, settings: Settings, deadline: Deadline
+) -> tuple[CompiledQuery | None, word_scores.Scored | None, Mask]:
+    """`tree` compiled, every match's score (None when browsing), and what it matches."""
+    if tree is None:
+        return None, None, gen.all_docs
+    compiled = QueryCompiler(gen.searcher.reader(), settings.max_wildcard_terms, deadline).compile(tree)
+    deadline.check()
+    words_plan = word_scores.plan(compiled, gen.searcher)
+    if words_plan is not None:
+        scored = word_scores.score(words_plan, gen.postings, gen.searcher, deadline.check)
+        return compiled, scored, scored.matched & gen.all_docs  # matchers see an update's deleted papers too
+    docs, scores = all_scored(gen.searcher, compiled.scored, deadline)
+    matched = mask(gen, docs) & gen.all_docs
+    dense = np.zeros(len(matched), dtype=np.float64)
+    dense[docs] = scores
+    return compiled, word_scores.Scored(matched, dense, None), matched
 
 
 class WhooshAnswer:
@@ -92,14 +102,19 @@ class WhooshAnswer:
 
     @cached_property
     def _tiers(self) -> list[Mask]:
-        """Papers matching all words of a group first (core.ranking's tiers), then the rest."""
+        """Papers matching all words of a group first, then the rest matching as typed, then those
+        found only through typos or other forms (core.ranking's tiers)."""
         found = self._found
-        if found.compiled is None or found.compiled.required is None:
-            return [found.allowed]
-        return [found.all_words, found.allowed & ~found.all_words]
+        return [found.all_words, found.literal & ~found.all_words, found.allowed & ~found.literal]
 
     def total(self) -> int:
         return int(np.count_nonzero(self._found.allowed))
+
+    def searched(self) -> Node | None:
+        return self._found.tree
+
+    def literal(self) -> int:
+        return int(np.count_nonzero(self._found.literal))
 
     def all_words(self) -> int:
         return int(np.count_nonzero(self._found.all_words))
@@ -109,9 +124,12 @@ class WhooshAnswer:
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[int]:
         """Places [low, high) of `tier` by score, ties in catalogue order (doc_order.DocOrder)."""
-        assert self._found.scored is not None  # set for every query
+        assert self._found.scored is not None and self._found.typed_scores is not None  # set for every query
         rank = self._found.gen.order.rank
-        best = word_scores.top(self._found.scored.scores, self._tiers[tier], rank, low, high)
+        # The first tiers in the order of the words as typed: what only widening adds (core.typos,
+        # core.synonyms) never reorders them; the last tier by everything the query searched.
+        scores = self._found.scored.scores if tier == LAST_TIER else self._found.typed_scores
+        best = word_scores.top(scores, self._tiers[tier], rank, low, high)
         docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
         scores = np.array([score for _, score in best], dtype=np.float64)
         vectors = self._found.gen.vectors.get() if with_vectors else None

@@ -28,9 +28,10 @@ from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.journal import FileJournal
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
-from searchsvc.backends.whoosh.spelling import write_vocabulary
+from searchsvc.backends.whoosh.spelling import typo_options, unstemmed_tokens, write_vocabulary
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.updates import link_previous, write_update
+from searchsvc.core import typos
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed, StorageFull, is_storage_full
@@ -268,12 +269,16 @@ class WhooshBackend:
         self, request: SearchRequest, tree: Node | None, deadline: Deadline, purpose: Purpose
     ) -> Iterator[WhooshAnswer]:
         """The matches of `tree` on the served generation, scored, for the search recipe to ask
-        further (the turn is held meanwhile: see `_in_turn`). Facets and highlights are computed
-        only when asked, so `purpose` changes nothing here."""
+        further (the turn is held meanwhile: see `_in_turn`); with typo tolerance, its words no
+        paper holds also match their near words in the generation's vocabulary (core.typos).
+        Facets and highlights are computed only when asked, so `purpose` changes nothing here."""
         self._newest_generation(deadline)
         with deadline.turn(self._turn):
             gen = self._generations.get()
-            yield WhooshAnswer(match(gen, request, tree, deadline, self.settings), request, tree, self.settings)
+            searched = tree
+            if self.settings.typo_tolerance and not request.exact:
+                searched = typos.respelled(tree, unstemmed_tokens, partial(typo_options, gen.vocabulary), deadline)
+            yield WhooshAnswer(match(gen, request, searched, deadline, self.settings), request, tree, self.settings)
 
     @_in_turn
     def facet_values(

@@ -32,13 +32,16 @@ from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import QueryTooBroad
 from searchsvc.core.query import (
     AllOf,
+    Also,
     Group,
     Node,
     Not,
     Phrase,
     Prefix,
+    Respelled,
     Word,
     Years,
+    as_typed,
     either,
     query_error,
     required_words,
@@ -68,7 +71,7 @@ class QueryCompiler:
         self._steps = Steps(deadline)  # shared by every wildcard word of the query
 
     def compile(self, node: Node) -> CompiledQuery:
-        required = required_words(node)
+        required = required_words(as_typed(node))  # the first tier holds the words as typed
         return CompiledQuery(
             scored=Weighted(self._query(node, "any").normalize()),
             required=None if required is None else self._query(required, "all").normalize(),
@@ -78,6 +81,11 @@ class QueryCompiler:
         """`parts`: how a word that analyses to several (`memory-efficient`) matches, see _word."""
         if isinstance(node, Word):
             return self._word(node, parts)
+        if isinstance(node, Respelled):
+            return self._word(node.searched, "any")
+        if isinstance(node, Also):
+            words = [self._word(node.words, "any")] if node.words is not None else []
+            return _or(words + [self._phrase(phrase) for phrase in node.phrases])
         if isinstance(node, Phrase):
             return self._phrase(node)
         if isinstance(node, Prefix):

@@ -9,6 +9,7 @@ from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, unstemmed_analyzer
 from searchsvc.backends.whoosh.unmapped import open_index
+from searchsvc.core import typos
 from searchsvc.core.vocabulary import Vocabulary
 
 VOCABULARY_FILE = "vocabulary.json"
@@ -51,3 +52,9 @@ def _exact_words(searcher: Searcher) -> Iterator[tuple[str, int]]:
         for field in EXACT_FIELDS.values():
             for text, info in reader.iter_field(field):
                 yield text.decode("utf-8"), info.doc_frequency()
+
+
+def typo_options(vocabulary: Vocabulary, word: str) -> list[tuple[str, int]] | None:
+    """core.typos' lookup: `word`'s near words with their papers (as far as a typo of it may be),
+    or None when some paper holds it."""
+    return None if vocabulary.papers(word) else vocabulary.near(word, typos.allowed_edits(word))

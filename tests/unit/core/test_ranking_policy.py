@@ -64,7 +64,7 @@ def test_equal_fused_scores_go_to_the_earlier_paper_in_catalogue_order() -> None
 def test_the_query_is_embedded_only_when_a_tier_has_every_vector() -> None:
     embedded: list[int] = []
 
-    def query() -> np.ndarray:
+    def query(tier: int) -> np.ndarray:
         embedded.append(1)
         return np.array([1.0, 0.0], dtype=np.float32)
 

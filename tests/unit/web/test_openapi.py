@@ -35,6 +35,8 @@ def example(parameter: dict[str, Any]) -> list[str]:
         return ["cs.LG"]
     if kind == "integer":
         return [str(schema.get("minimum", 1))]
+    if kind == "boolean":
+        return ["true"]
     return ["embedding"]
 
 

@@ -457,7 +457,11 @@ def test_a_killed_changes_merge_state_is_removed_when_a_worker_starts(app: Flask
     collections = backend.settings.index_dir / COLLECTIONS
     published = collections / f"{backend.published()}.sqlite"
     assert published.is_file()
-    orphans = [collections / f"{backend.store.new_generation().name}.sqlite", collections / "20200101T000000Z-0.sqlite"]
+    orphans = [
+        collections / f"{backend.store.new_generation().name}.sqlite",
+        collections / "20200101T000000Z-0.sqlite",
+        collections / "20200101T000000Z-0.acronyms.json",
+    ]
     for orphan in orphans:
         orphan.write_bytes(b"a killed change's merge state")
     kept = collections / "notes.txt"
@@ -468,7 +472,7 @@ def test_a_killed_changes_merge_state_is_removed_when_a_worker_starts(app: Flask
         assert all(orphan.is_file() for orphan in orphans), "a running change's file is not a leftover"
     hooks["post_worker_init"](SimpleNamespace(wsgi=app))
     assert not any(orphan.exists() for orphan in orphans)
-    assert published.is_file() and kept.is_file()
+    assert published.is_file() and kept.is_file() and published.with_suffix(".acronyms.json").is_file()
     assert post(app.test_client(), jsonl(NEW_PAPERS)).status_code == 200, "the next write starts from the kept one"
 
 
