@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from opensearchpy import OpenSearch
-from opensearchpy import exceptions as os_errors
 
 from searchsvc.backends.opensearch import merging, search_bodies, spelling, updates, vectors
 from searchsvc.backends.opensearch.answer import AskedWords, OpenSearchAnswer, ask_word_statistics, word_rescorer
@@ -360,8 +359,8 @@ class OpenSearchBackend:
         differs from Whoosh)."""
         by_meaning = self.settings.semantic_ranking
         fields = [*SOURCE, VECTOR] if by_meaning else SOURCE
-        liked = [self._stored(paper_id, fields) for paper_id in to.like]  # PaperNotFound first
-        unliked = [self._stored(paper_id, fields) for paper_id in to.unlike]
+        given = self._stored_all([*to.like, *to.unlike], fields)  # PaperNotFound first
+        liked, unliked = given[: len(to.like)], given[len(to.like) :]
         with cluster_errors(self._where):
             index = self.generations.serving()
         like_vectors = vectors.vectors_of(liked) if by_meaning else None
@@ -395,14 +394,19 @@ class OpenSearchBackend:
         return budget(self.settings.search_time_limit_ms)
 
     def _stored(self, paper_id: str, fields: list[str]) -> Dsl:
+        return self._stored_all([paper_id], fields)[0]
+
+    def _stored_all(self, paper_ids: list[str], fields: list[str]) -> list[Dsl]:
+        """The papers `paper_ids` names, in that order, in one request (PaperNotFound naming the
+        first one the index does not hold)."""
         with cluster_errors(self._where):
             self.generations.check_serving()
-            try:
-                # Not realtime: a paper as searches see it, not as an update half-way wrote it.
-                found = self.client.get(index=self.alias, id=paper_id, _source_includes=fields, realtime=False)
-            except os_errors.NotFoundError as exc:
-                if exc.error == "index_not_found_exception":
-                    raise
-                raise PaperNotFound(f"no paper with id {paper_id!r}", {"id": paper_id}) from None
-        source: Dsl = found["_source"]
-        return source
+            # Not realtime: papers as searches see them, not as an update half-way wrote them.
+            body = {"ids": paper_ids}
+            docs = self.client.mget(index=self.alias, body=body, _source_includes=fields, realtime=False)["docs"]
+        for paper_id, doc in zip(paper_ids, docs, strict=True):
+            if "error" in doc:
+                raise IndexUnavailable("the OpenSearch cluster could not read a paper; try again", private=str(doc))
+            if not doc.get("found"):
+                raise PaperNotFound(f"no paper with id {paper_id!r}", {"id": paper_id})
+        return [doc["_source"] for doc in docs]
