@@ -25,6 +25,9 @@ from searchsvc.core.query import Also, Group, Node, Word, widened
 from searchsvc.core.text import fold
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# Runs of words widened in one query: each adds up to six phrases to read (three long forms and
+# their twins), and a query of 100 acronyms took 1.3 s on the ACL records (docs/decisions.md).
+MAX_WIDENED = 8
 MAX_FORM_WORDS = 8  # a longer "form" is a sentence: no run of typed words is compared with it
 MAX_GROUP_FORMS = 50  # forms in one line of the synonyms file
 MAX_FILE_BYTES = 10 * 2**20  # a synonyms file larger than this is not a list someone keeps
@@ -92,11 +95,12 @@ class Synonyms:
 
     def widened(self, tree: Node | None) -> Node | None:
         """`tree` with an `Also` clause for each run of its top-level plain words that is a form
-        of some group (the longest run first); `tree` itself when there is none."""
+        of some group (the longest run first), for the first MAX_WIDENED such runs; `tree` itself
+        when there is none."""
         nodes = tree.nodes if isinstance(tree, Group) else (tree,) if isinstance(tree, Word) else ()
         added: list[Also] = []
         i = 0
-        while i < len(nodes):
+        while i < len(nodes) and len(added) < MAX_WIDENED:
             run = _plain_run(nodes, i)
             for size in range(len(run), 0, -1):
                 typed = " ".join(word.text for word in run[:size])
