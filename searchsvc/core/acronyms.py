@@ -15,11 +15,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from searchsvc.core.text import fold
+from searchsvc.core.text import normalise_title
 
 _DEFINED = re.compile(r"\(\s*([A-Za-z0-9][A-Za-z0-9\-/&.]{0,9}?)\s*\)")
 _CLAUSE_END = re.compile(r"[.;:!?()\[\]{}]\s|[()\[\]{}]")  # a long form does not cross these
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_LONG_FORMS = 3  # long forms kept per short form: the ones the collection uses most
 # A long form starting with one of these took a letter from a joining word ("Accident and
 # Emergency (A&E)" read as "and emergency"): Schwartz and Hearst's commonest mistake.
@@ -64,8 +63,8 @@ def long_form(short: str, before: str) -> str | None:
         i -= 1
         s -= 1
     found = text[i + 1 :].strip(" -,")  # from the word the short form's first letter starts
-    words = [word.lower() for word in _WORD.findall(found)]
-    if len(words) < 2 or words[0] in _NOT_FIRST or short.lower() in words:
+    words = normalise_title(found).split()
+    if len(words) < 2 or words[0] in _NOT_FIRST or short.casefold() in words:
         return None
     return found
 
@@ -83,7 +82,7 @@ def defined(text: str) -> Iterable[tuple[str, str]]:
 
 def normalized(form: str) -> str:
     """A long form as kept and shown: folded to lower case, hyphens as spaces, one space between words."""
-    return " ".join(_WORD.findall(fold(form).replace("-", " ")))
+    return normalise_title(form)
 
 
 def mine(texts: Iterable[str]) -> list[Acronym]:

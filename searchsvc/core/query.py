@@ -194,7 +194,8 @@ def required_words(node: Node | None) -> Node | None:
 
 
 def as_typed(node: Node | None) -> Node | None:
-    """The query as typed: each `Respelled` word back to the word typed (which no paper holds)."""
+    """The query as typed: each `Respelled` word back to the word typed (which no paper holds),
+    each `Also` clause dropped."""
     return None if node is None else _as_typed(node)
 
 

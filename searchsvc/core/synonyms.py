@@ -14,7 +14,6 @@ A mined short form matches as written, or in any case from four letters ("nas" i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +21,8 @@ from pathlib import Path
 from searchsvc.core.acronyms import Acronym
 from searchsvc.core.model import AlsoSearched
 from searchsvc.core.query import Also, Group, Node, Word, widened
-from searchsvc.core.text import fold
+from searchsvc.core.text import normalise_title
 
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # Runs of words widened in one query: each adds up to six phrases to read (three long forms and
 # their twins), and a query of 100 acronyms took 1.3 s on the ACL records (docs/decisions.md).
 MAX_WIDENED = 8
@@ -40,7 +38,7 @@ Key = tuple[str, ...]
 
 def key(text: str) -> Key:
     """A form as compared: its words folded, hyphens as spaces, a plural's "s" dropped."""
-    return tuple(_singular(word) for word in _TOKEN.findall(fold(text)))
+    return tuple(_singular(word) for word in normalise_title(text).split())
 
 
 def _singular(word: str) -> str:
