@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 from searchsvc.backends import Backend, Journal
 from searchsvc.core.acronyms import Acronym, mine, text_of
@@ -23,12 +25,26 @@ from searchsvc.core.errors import RebuildInProgress
 from searchsvc.ingest.collection import Collection, filed_under
 
 COLLECTIONS = "collections"
+# How long a search may go on with the name of the generation published a moment ago: on OpenSearch
+# asking is a request to the cluster, which would double a search's cost (generations.check_serving).
+PUBLISHED_FOR_S = 1.0
+_seen: WeakKeyDictionary[Backend, tuple[float, str | None]] = WeakKeyDictionary()
 _KEPT = (".sqlite", ".acronyms.json")  # what each generation keeps here: its collection, its acronyms
 _log = logging.getLogger(__name__)
 
 
 def collection_file(backend: Backend, generation: str) -> Path:
     return backend.settings.index_dir / COLLECTIONS / f"{generation}.sqlite"
+
+
+def published_lately(backend: Backend) -> str | None:
+    """The published generation's name as asked at most `PUBLISHED_FOR_S` ago in this process (or
+    as this process's last change named it)."""
+    now = time.monotonic()
+    seen = _seen.get(backend)
+    if seen is None or now - seen[0] >= PUBLISHED_FOR_S:
+        seen = _seen[backend] = (now, backend.published())
+    return seen[1]
 
 
 def acronyms_file(backend: Backend, generation: str) -> Path:
@@ -75,6 +91,7 @@ def keep_collection(
         found = mine(text_of(paper.title, paper.abstract) for paper in collection) if acronyms is None else acronyms
         _write_acronyms(acronyms_file(backend, generation), found)
         collection.keep(collection_file(backend, generation))
+        _seen[backend] = (time.monotonic(), generation)  # this process's next search widens with them
 
     return keep
 
@@ -105,12 +122,13 @@ def remove_orphaned_collections(backend: Backend) -> list[str]:
 
 def _others(backend: Backend, published: str | None) -> list[Path]:
     folder = backend.settings.index_dir / COLLECTIONS
-    return [
+    kept = [
         path
         for suffix in _KEPT
         for path in folder.glob(f"*{suffix}")
         if not path.name.startswith(".") and path.name.removesuffix(suffix) != published
     ]
+    return kept + list(folder.glob(".*.partial"))  # acronyms a killed change was writing
 
 
 def published_changes(backend: Backend, journal: Journal) -> int:

@@ -11,7 +11,7 @@ from searchsvc.backends import Backend
 from searchsvc.core.acronyms import Acronym
 from searchsvc.core.deadline import budget
 from searchsvc.core.synonyms import Synonyms, read_file
-from searchsvc.operations.published import acronyms_file, read_acronyms
+from searchsvc.operations.published import acronyms_file, published_lately, read_acronyms
 
 _log = logging.getLogger(__name__)
 
@@ -26,8 +26,9 @@ def published_acronyms(backend: Backend) -> list[Acronym]:
 def table(backend: Backend) -> Synonyms:
     """The groups searches widen with now: built once per generation and synonyms file (read
     again when it changes), at a worker's start (`web.app.open_index`) or, after a new
-    generation, by the first search, checking the request's deadline as it goes."""
-    published = backend.published()
+    generation, by the first search, checking the request's deadline as it goes. Which generation
+    is published is asked at most once a second (`published_lately`), not by every search."""
+    published = published_lately(backend)
     acronyms = None if published is None else acronyms_file(backend, published)
     file = backend.settings.synonyms_file
     stamp = (acronyms, _modified(acronyms), file, _modified(Path(file) if file else None))

@@ -461,6 +461,7 @@ def test_a_killed_changes_merge_state_is_removed_when_a_worker_starts(app: Flask
         collections / f"{backend.store.new_generation().name}.sqlite",
         collections / "20200101T000000Z-0.sqlite",
         collections / "20200101T000000Z-0.acronyms.json",
+        collections / ".20200101T000000Z-0.acronyms.json.partial",
     ]
     for orphan in orphans:
         orphan.write_bytes(b"a killed change's merge state")
