@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
+from searchsvc.core.publication import Publication
 
 SORTS = ("relevance", "newest", "oldest")
-FACETS = ("year", "subject", "author")
+FACETS = ("year", "subject", "author", "venue")
+LIST_FACETS = ("subject", "author", "venue")  # the facets chosen by value, several at once (year is a range)
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,7 @@ class SearchRequest:
     q: str = ""
     subject: tuple[str, ...] = ()
     author: tuple[str, ...] = ()
+    venue: tuple[str, ...] = ()
     year_from: int | None = None
     year_to: int | None = None
     sort: str = "relevance"
@@ -38,7 +41,7 @@ class SearchRequest:
     @property
     def filtered(self) -> bool:
         """Whether any facet filter narrows the papers."""
-        return bool(self.subject or self.author or self.year_from is not None or self.year_to is not None)
+        return bool(self.subject or self.author or self.venue or self.year_from is not None or self.year_to is not None)
 
     def year_selected(self, year: int) -> bool:
         """Whether `year` lies inside the requested year range (if one is set)."""
@@ -88,6 +91,7 @@ class Hit:
     score: float | None
     highlights: dict[str, str]
     identifiers: Identifiers = field(default_factory=Identifiers)
+    publication: Publication = field(default_factory=Publication)
     matched: str | None = None  # "identifier": the query was this paper's arXiv id or DOI
 
     @classmethod
@@ -103,6 +107,7 @@ class Hit:
             score=score,
             highlights={"title": title, "abstract": abstract},
             identifiers=paper.identifiers,
+            publication=paper.publication,
         )
 
 

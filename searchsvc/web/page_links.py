@@ -11,9 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
-from searchsvc.core.model import SearchRequest, SearchResult
+from searchsvc.core.model import LIST_FACETS, SearchRequest, SearchResult
 
-_LIST_FACETS = ("subject", "author")
 _PAGES_AROUND = 2  # page links shown either side of the current page
 
 
@@ -27,7 +26,7 @@ def search_pairs(request: SearchRequest) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     if request.q:
         pairs.append(("q", request.q))
-    pairs += [(name, value) for name in _LIST_FACETS for value in getattr(request, name)]
+    pairs += [(name, value) for name in LIST_FACETS for value in getattr(request, name)]
     pairs += [(name, str(getattr(request, name))) for name in ("year_from", "year_to") if getattr(request, name)]
     return pairs
 
@@ -116,7 +115,7 @@ class SearchLinks:
         return self.to(replace(self.request, page=number))
 
     def clear_filters(self) -> str:
-        return self.to(self._first_page(subject=(), author=(), year_from=None, year_to=None))
+        return self.to(self._first_page(subject=(), author=(), venue=(), year_from=None, year_to=None))
 
     def export(self, format_name: str) -> str:
         pairs = [("format", format_name), *self.export_pairs, *self.pairs(self.request, paged=False)]
@@ -132,7 +131,7 @@ class SearchLinks:
         """Every selected filter, each with the link that removes just it."""
         request = self.request
         chips = [
-            Chip(facet, value, self.toggle(facet, value)) for facet in _LIST_FACETS for value in getattr(request, facet)
+            Chip(facet, value, self.toggle(facet, value)) for facet in LIST_FACETS for value in getattr(request, facet)
         ]
         if request.year_from is not None or request.year_to is not None:
             clear = self.to(self._first_page(year_from=None, year_to=None))

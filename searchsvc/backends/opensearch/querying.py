@@ -12,7 +12,7 @@ import re
 from typing import Any, Literal
 
 from searchsvc.backends.analysis import WORD_PATTERN
-from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED
+from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED, VENUE
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import (
     AllOf,
@@ -99,6 +99,7 @@ def filters(request: SearchRequest) -> dict[str, Dsl | None]:
         "year": years,
         "subject": {"terms": {f"subjects.{FOLDED}": list(request.subject)}} if request.subject else None,
         "author": {"terms": {f"authors.{FOLDED}": list(request.author)}} if request.author else None,
+        "venue": {"terms": {f"{VENUE}.{FOLDED}": list(request.venue)}} if request.venue else None,
     }
 
 

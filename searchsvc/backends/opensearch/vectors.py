@@ -21,7 +21,7 @@ from opensearchpy.helpers import scan, streaming_bulk
 
 from searchsvc.backends.opensearch.cluster import disk_full, failure_reason
 from searchsvc.backends.opensearch.generations import BULK_CHUNK, Generations
-from searchsvc.backends.opensearch.mapping import CONTENT_KEY, EMBEDDED, VECTOR
+from searchsvc.backends.opensearch.mapping import CONTENT_KEY, EMBEDDED, VECTOR, VENUE
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.core.errors import RebuildFailed, StorageFull
 from searchsvc.core.paper import Paper, catalogue_key
@@ -64,7 +64,7 @@ def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
     keys = np.array([paper_key(paper) for paper in listed], dtype=f"S{KEY_BYTES}")
     vectors, found = find(store, keys)
     for paper, key, vector, known in zip(listed, keys, vectors, found, strict=True):
-        document = {**paper.stored(), CONTENT_KEY: key.hex()}
+        document = {**paper.stored(), VENUE: paper.publication.venue or None, CONTENT_KEY: key.hex()}
         if known:
             document.update(vector_fields(vector))
         yield document

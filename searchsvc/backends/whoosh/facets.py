@@ -25,7 +25,7 @@ import numpy.typing as npt
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.backends.whoosh.segment_arrays import SegmentArrays
 from searchsvc.core.facet_order import alphabetical_key, display_order, listing
-from searchsvc.core.model import FACETS, FacetValue, SearchRequest
+from searchsvc.core.model import FACETS, LIST_FACETS, FacetValue, SearchRequest
 from searchsvc.core.text import fold, folded_tails
 
 Mask = npt.NDArray[np.bool_]  # document number → in the set
@@ -175,11 +175,7 @@ class FacetIndex:
         if request.year_from is not None or request.year_to is not None:
             selected = [i for i, value in enumerate(year.values) if request.year_selected(int(value))]
             years = year.docs(selected)
-        return {
-            "year": years,
-            "subject": self._value_filter("subject", request.subject),
-            "author": self._value_filter("author", request.author),
-        }
+        return {"year": years, **{name: self._value_filter(name, getattr(request, name)) for name in LIST_FACETS}}
 
     def counts(
         self, matched: Mask, filters: Filters, request: SearchRequest, limits: Mapping[str, int]
@@ -254,7 +250,7 @@ class FacetIndex:
             return _Selection(marked, {i for i in marked if facet.values[i] in bounds}, [])
         known: set[int] = set()
         unknown: list[str] = []
-        for value in request.subject if name == "subject" else request.author:
+        for value in getattr(request, name):
             found = facet.folded(value)
             if found:
                 known.update(found)

@@ -106,6 +106,7 @@ def document(paper: Paper) -> dict[str, Any]:
         "facet_year": _column_list([] if paper.year is None else [paper.year]),
         "facet_subject": _column_list(paper.subjects),
         "facet_author": _column_list(paper.authors),
+        "facet_venue": _column_list([paper.publication.venue] if paper.publication.venue else []),
     }
 
 

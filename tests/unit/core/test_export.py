@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, id_problem
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import one_line
 from searchsvc.ingest.fields import distinct
 from searchsvc.ingest.sources import read_records
@@ -121,6 +122,11 @@ def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
         "doi",
         "arxiv",
         "url",
+        "venue",
+        "date",
+        "citations",
+        "citations_source",
+        "orcids",
     ]
     path = tmp_path / "export.jsonl"
     path.write_text(text, encoding="utf-8")
@@ -134,7 +140,10 @@ def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
 def test_csv_has_a_header_and_joins_lists() -> None:
     rows = list(csv.reader(io.StringIO(export("csv", paper(), paper("Undated", year=None, authors=[])), newline="")))
     assert rows == [
-        ["id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"],
+        [
+            *("id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"),
+            *("venue", "date", "citations", "citations_source"),
+        ],
         [
             "p1",
             "Compositional Generalization",
@@ -142,11 +151,9 @@ def test_csv_has_a_header_and_joins_lists() -> None:
             "cs.CL; cs.LG",
             "Maxim Naumov; Zoë Müller",
             "An abstract.",
-            "",
-            "",
-            "",
+            *[""] * 7,
         ],
-        ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract.", "", "", ""],
+        ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract.", *[""] * 7],
     ]
 
 
@@ -166,7 +173,7 @@ def test_csv_cells_cannot_start_a_formula(start: str) -> None:
     text = export("csv", paper(formula, id=formula, abstract=formula, subjects=[formula], authors=[formula, "B"]))
     row = list(csv.reader(io.StringIO(text, newline="")))[1]
     quoted = "'" + formula
-    assert row == [quoted, quoted, "2020", quoted, quoted + "; B", quoted, "", "", ""]
+    assert row == [quoted, quoted, "2020", quoted, quoted + "; B", quoted, *[""] * 7]
 
 
 # Texts as readers store them (whitespace folded), starting with what a spreadsheet runs or the mark itself.
@@ -395,3 +402,57 @@ def test_no_text_starts_a_ris_tag_of_its_own(
     (record,) = rispy.loads(export("ris", exported))
     assert record["title"] == " ".join((title + injected).split())
     assert record.get("abstract", "") == " ".join((abstract + injected).split())
+
+
+# Venue, date, citations and ORCID iDs (issue #31) ------------------------------------------------
+
+
+def published(exported: Paper, venue: str, date: str) -> Paper:
+    orcids = {"Maxim Naumov": "0000-0002-1825-0097"}
+    return replace(exported, publication=Publication.of(venue, date, 394, "OpenAlex", orcids))
+
+
+def test_every_export_keeps_venue_date_citations_and_orcids_and_re_imports_them(tmp_path: Path) -> None:
+    papers = [
+        identified(published(paper(id="j1"), "Physical Review D", "2020-04-02")),
+        published(paper("A Workshop Paper", id="w1"), "Proceedings of the Workshop on Tests", "2020-06"),
+        paper("Nothing Known", id="n1", year=None),
+    ]
+    for name in ("jsonl", "csv", "ris"):
+        path = tmp_path / f"export.{name}"
+        path.write_text(export(name, *papers), encoding="utf-8")
+        read = list(read_records([path], pytest.fail))
+        kept = [p.publication for p in read]
+        if name != "jsonl":  # CSV and RIS have no place for ORCID iDs; RIS none for citations
+            papers_kept = [replace(p.publication, orcids={}) for p in papers]
+            if name == "ris":
+                papers_kept = [replace(p, citations=None, citations_source="") for p in papers_kept]
+        else:
+            papers_kept = [p.publication for p in papers]
+        assert kept == papers_kept, name
+
+
+def test_bibtex_and_ris_say_what_kind_of_work_a_paper_is_by_its_venue() -> None:
+    journal = published(paper(id="j1"), "Physical Review D", "2020-04-02")
+    workshop = published(paper("A Workshop Paper", id="w1"), "Proceedings of the Workshop on Tests", "2020-06")
+    preprint = published(paper("A Preprint", id="p2"), "arXiv", "2020")
+    library = bibtexparser.parse_string(export("bibtex", journal, workshop, preprint))
+    assert library.failed_blocks == []
+    kinds = [(e.entry_type, e.fields_dict.get("journal"), e.fields_dict.get("booktitle")) for e in library.entries]
+    values = [(kind, getattr(j, "value", None), getattr(b, "value", None)) for kind, j, b in kinds]
+    assert values == [
+        ("article", "Physical Review D", None),
+        ("inproceedings", None, "Proceedings of the Workshop on Tests"),
+        ("misc", None, None),
+    ]
+    assert [e.fields_dict["date"].value if "date" in e.fields_dict else None for e in library.entries] == [
+        "2020-04-02",
+        "2020-06",
+        None,  # a year alone is the year field
+    ]
+    records = rispy.loads(export("ris", journal, workshop, preprint))
+    assert [(r["type_of_reference"], r.get("secondary_title"), r.get("date")) for r in records] == [
+        ("JOUR", "Physical Review D", "2020/04/02"),
+        ("CPAPER", "Proceedings of the Workshop on Tests", "2020/06"),
+        ("GEN", "arXiv", None),
+    ]
