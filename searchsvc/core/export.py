@@ -1,10 +1,10 @@
-"""Paper records → downloads for reference managers (BibTeX, RIS), spreadsheets (CSV) and re-import (JSON lines).
+"""Paper records → downloads for reference managers (BibTeX, RIS, CSL-JSON), spreadsheets (CSV), re-import (JSON lines).
 
-Each writer streams one `str` chunk per paper (CSV adds a header chunk first), so a web route can send an
-export of any size without holding it in memory. Every format is made safe for whatever text a record holds:
-JSON lines re-import with `searchsvc rebuild`, BibTeX entries always parse (special characters are escaped,
-braces stay balanced), RIS values stay on their tag's line, and CSV cells cannot run as spreadsheet formulas
-yet re-import as they were.
+Each writer streams one `str` chunk per paper (CSV adds a header chunk first, CSL-JSON a closing one), so a
+web route can send an export of any size without holding it in memory. Every format is made safe for
+whatever text a record holds: JSON lines re-import with `searchsvc rebuild`, BibTeX entries always parse
+(special characters are escaped, braces stay balanced), RIS values stay on their tag's line, CSL-JSON is
+JSON, and CSV cells cannot run as spreadsheet formulas yet re-import as they were.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ _BIBTEX_ESCAPES = str.maketrans(
 _DASH_LIGATURE = re.compile(r"-(?=-)")
 _ASCII_LETTERS = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i"})
 _RIS_TYPES = {"article": "JOUR", "inproceedings": "CPAPER", "misc": "GEN"}
+_CSL_TYPES = {"article": "article-journal", "inproceedings": "paper-conference", "misc": "article"}
 _TITLE_STOPWORDS = frozenset({"a", "an", "the", "on", "of", "for", "and", "in", "to", "with"})
 
 
@@ -236,6 +237,48 @@ def ris_record(paper: Paper) -> str:
     return "".join(f"{tag}  - {' '.join(value.split())}\n" for tag, value in lines) + "ER  - \n\n"
 
 
+def _write_csl(papers: Iterable[Paper]) -> Iterator[str]:
+    """One JSON array of CSL-JSON items (what citeproc, Zotero and Mendeley read), an item a chunk
+    and the closing bracket last, so the array streams."""
+    opened = False
+    for paper in papers:
+        yield ("[\n" if not opened else ",\n") + json.dumps(csl_item(paper), ensure_ascii=False)
+        opened = True
+    yield "\n]\n" if opened else "[]\n"
+
+
+def csl_item(paper: Paper) -> dict[str, object]:
+    """The paper as one CSL-JSON item: its kind from its venue (`venue_kind`; a preprint or no
+    venue is an "article"), names split as RIS splits them, the date as precise as known."""
+    ids, found = paper.identifiers, paper.publication
+    item: dict[str, object] = {"id": paper.id, "type": _CSL_TYPES[venue_kind(found.venue)], "title": paper.title}
+    if paper.authors:
+        item["author"] = [_csl_name(name) for name in paper.authors]
+    if found.venue:
+        item["container-title"] = found.venue
+    if found.date:
+        item["issued"] = {"date-parts": [[int(part) for part in found.date.split("-")]]}
+    if paper.abstract:
+        item["abstract"] = paper.abstract
+    if paper.subjects:
+        item["keyword"] = ", ".join(paper.subjects)
+    if ids.doi:
+        item["DOI"] = ids.doi
+    url = ids.url or (f"https://arxiv.org/abs/{ids.arxiv}" if ids.arxiv else "")
+    if url:
+        item["URL"] = url
+    if ids.arxiv:
+        item["number"] = f"arXiv:{ids.arxiv}"  # how Zotero keeps a preprint's arXiv id
+    item["note"] = f"searchsvc id: {paper.id}"
+    return item
+
+
+def _csl_name(name: str) -> dict[str, str]:
+    """ "Maxim Naumov" or "Naumov, Maxim" → family and given names; a one-word name as it is."""
+    family, comma, given = _surname_first(name).partition(", ")
+    return {"family": family, "given": given} if comma else {"literal": name}
+
+
 def _surname_first(name: str) -> str:
     """A name written "Given Surname" as "Surname, Given" (one with a comma, or of one word, as it is)."""
     words = name.split()
@@ -300,6 +343,9 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
     export.name: export
     for export in (
         ExportFormat("bibtex", "BibTeX", "application/x-bibtex; charset=utf-8", "bib", _write_bibtex),
+        ExportFormat(
+            "csljson", "CSL-JSON", "application/vnd.citationstyles.csl+json; charset=utf-8", "json", _write_csl
+        ),
         ExportFormat("csv", "CSV", "text/csv; charset=utf-8", "csv", _write_csv),
         ExportFormat("jsonl", "JSON lines", "application/x-ndjson; charset=utf-8", "jsonl", _write_jsonl),
         ExportFormat("ris", "RIS", "application/x-research-info-systems; charset=utf-8", "ris", _write_ris),

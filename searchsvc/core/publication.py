@@ -103,6 +103,19 @@ def orcid(text: str | None) -> str:
     return "-".join(match.groups()) if digits[-1] == ("X" if check == 10 else str(check)) else ""
 
 
+def date_bounds(iso: str) -> tuple[int, int]:
+    """The first and last day a date as precise as `iso_date` gives stands for, each as the number
+    YYYYMMDD ("2021-06" → (20210601, 20210630)): how a date filter compares a paper known only by
+    its month or year with a day. `iso` must be one of `iso_date`'s answers."""
+    parts = [int(part) for part in iso.split("-")]
+    year, month, day = (parts + [0, 0])[:3]
+    if day:
+        return (year * 10000 + month * 100 + day,) * 2
+    if month:
+        return year * 10000 + month * 100 + 1, year * 10000 + month * 100 + calendar.monthrange(year, month)[1]
+    return year * 10000 + 101, year * 10000 + 1231
+
+
 def citation_count(value: Any) -> int | None:
     """A citation count as a source gives it (a number, or text of digits), or None if unknown."""
     if isinstance(value, bool):

@@ -27,7 +27,8 @@ def search_pairs(request: SearchRequest) -> list[tuple[str, str]]:
     if request.q:
         pairs.append(("q", request.q))
     pairs += [(name, value) for name in LIST_FACETS for value in getattr(request, name)]
-    pairs += [(name, str(getattr(request, name))) for name in ("year_from", "year_to") if getattr(request, name)]
+    ranges = ("year_from", "year_to", "date_from", "date_to")
+    pairs += [(name, str(getattr(request, name))) for name in ranges if getattr(request, name)]
     return pairs
 
 
@@ -115,7 +116,11 @@ class SearchLinks:
         return self.to(replace(self.request, page=number))
 
     def clear_filters(self) -> str:
-        return self.to(self._first_page(subject=(), author=(), venue=(), year_from=None, year_to=None))
+        return self.to(
+            self._first_page(
+                subject=(), author=(), venue=(), year_from=None, year_to=None, date_from=None, date_to=None
+            )
+        )
 
     def export(self, format_name: str) -> str:
         pairs = [("format", format_name), *self.export_pairs, *self.pairs(self.request, paged=False)]
@@ -133,13 +138,16 @@ class SearchLinks:
         chips = [
             Chip(facet, value, self.toggle(facet, value)) for facet in LIST_FACETS for value in getattr(request, facet)
         ]
-        if request.year_from is not None or request.year_to is not None:
+        if request.dated:
+            clear = self.to(self._first_page(date_from=None, date_to=None))
+            chips.insert(0, Chip("date", range_label(request.date_from, request.date_to), clear))
+        if request.years:
             clear = self.to(self._first_page(year_from=None, year_to=None))
-            chips.insert(0, Chip("year", year_range_label(request.year_from, request.year_to), clear))
+            chips.insert(0, Chip("year", range_label(request.year_from, request.year_to), clear))
         return chips
 
 
-def year_range_label(low: int | None, high: int | None) -> str:
+def range_label(low: int | str | None, high: int | str | None) -> str:
     if low is not None and high is not None:
         return str(low) if low == high else f"{low}–{high}"
     return f"from {low}" if low is not None else f"until {high}"

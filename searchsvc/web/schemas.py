@@ -25,13 +25,23 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper, id_problem
-from searchsvc.core.publication import MAX_VENUE_CHARS
+from searchsvc.core.publication import MAX_VENUE_CHARS, date_bounds, iso_date
 from searchsvc.core.suggestions import KINDS
 from searchsvc.core.text import one_line
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")
 TOO_LONG = "Longer than the maximum of {max} characters."
+
+
+_ISO_DATE = {"pattern": r"^\d{4}(-\d{2}(-\d{2})?)?$", "example": "2021-06-29"}  # what the OpenAPI document says
+
+
+def _iso_date(text: str | None) -> None:
+    if text is not None and (len(text) > len("2021-06-29") or not iso_date(text)):
+        raise ValidationError("Must be an ISO 8601 date: 2021-06-29, 2021-06 or 2021.")
+
+
 _OUT_OF_RANGE = "Must be between {min} and {max}."
 
 
@@ -68,7 +78,30 @@ class SearchRequestSchema(Schema):
         validate=_YEAR,
         metadata={"description": "Inclusive; not before year_from."},
     )
-    sort = fields.String(load_default="relevance", validate=validate.OneOf(SORTS))
+    date_from = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=_iso_date,
+        metadata={
+            "description": "ISO 8601 date: 2021-06-29, or 2021-06 or 2021 for its first day. A paper is in the range "
+            "when its date, as precisely as known, may be in it (a paper of 2021 is in a range from 2021-06-29).",
+            **_ISO_DATE,
+        },
+    )
+    date_to = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=_iso_date,
+        metadata={
+            "description": "Inclusive ISO 8601 date; 2021-06 or 2021 stands for its last day. Not before date_from.",
+            **_ISO_DATE,
+        },
+    )
+    sort = fields.String(
+        load_default="relevance",
+        validate=validate.OneOf(SORTS),
+        metadata={"description": "cited: most cited first, papers without a known count last."},
+    )
     page = fields.Integer(
         load_default=1,
         validate=validate.Range(min=1),
@@ -109,6 +142,9 @@ class SearchRequestSchema(Schema):
             raise ValidationError(
                 f"page * per_page must be at most {window}: narrow the search instead of paging this deep.", "page"
             )
+        low, high = data.get("date_from"), data.get("date_to")
+        if low and high and date_bounds(iso_date(low))[0] > date_bounds(iso_date(high))[1]:
+            raise ValidationError(f"Must not be before date_from ({low}).", "date_to")
         if data["year_from"] is not None and data["year_to"] is not None and data["year_from"] > data["year_to"]:
             raise ValidationError(f"Must not be before year_from ({data['year_from']}).", "year_to")
 
@@ -129,6 +165,8 @@ class SearchRequestSchema(Schema):
             venue=_folded_values(data["venue"]),
             year_from=data["year_from"],
             year_to=data["year_to"],
+            date_from=iso_date(data["date_from"]) or None,
+            date_to=iso_date(data["date_to"]) or None,
             sort=data.get("sort", "relevance"),
             page=data.get("page", 1),
             per_page=data.get("per_page", self.settings.default_per_page),
@@ -186,7 +224,16 @@ class AuthorRequestSchema(SearchRequestSchema):
         return self._search_request({**data, "q": "", "author": []})
 
 
-_SEARCH_FILTERS = ("q", "subject", "author", "venue", "year_from", "year_to")  # what an export by id leaves out
+_SEARCH_FILTERS = (
+    "q",
+    "subject",
+    "author",
+    "venue",
+    "year_from",
+    "year_to",
+    "date_from",
+    "date_to",
+)  # what an export by id leaves out
 
 
 def _paper_id(paper_id: str) -> None:
@@ -329,8 +376,11 @@ class QuerySchema(Schema):
     q = fields.String(required=True)
     subject = fields.List(fields.String(), required=True)
     author = fields.List(fields.String(), required=True)
+    venue = fields.List(fields.String(), required=True)
     year_from = fields.Integer(allow_none=True, required=True)
     year_to = fields.Integer(allow_none=True, required=True)
+    date_from = fields.String(allow_none=True, required=True)
+    date_to = fields.String(allow_none=True, required=True)
     sort = fields.String(required=True)
     page = fields.Integer(required=True)
     per_page = fields.Integer(required=True)

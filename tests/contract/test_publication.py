@@ -10,7 +10,8 @@ from html.parser import HTMLParser
 import pytest
 from flask.testing import FlaskClient
 
-from tests.helpers.backends import BackendFactory
+from tests.helpers.apps import error_of
+from tests.helpers.backends import BackendFactory, Build
 from tests.helpers.paths import SOURCE_SAMPLES
 
 STATE_OF_OA = "The state of OA: a large-scale analysis of the prevalence and impact of Open Access articles"
@@ -117,3 +118,53 @@ def test_a_venue_filter_narrows_an_export(samples: FlaskClient) -> None:
     exported = samples.get("/api/export?format=jsonl&venue=PeerJ").get_data(as_text=True).splitlines()
     assert [json.loads(line)["venue"] for line in exported] == ["PeerJ"]
     assert samples.get("/api/export?format=jsonl&venue=PeerJ&id=x").status_code == 400  # by id or by search
+
+
+def test_date_ranges_keep_the_papers_a_day_of_their_date_may_fall_in(samples: FlaskClient) -> None:
+    def dates(params: str) -> list[str]:
+        found = samples.get(f"/api/search?sort=oldest&{params}").json
+        return [hit["date"] for hit in found["results"]]
+
+    assert dates("date_from=2007-04-02&date_to=2007-10-10") == ["2007-04-02", "2007-10-10"]
+    assert dates("date_from=2007-04-03") == ["2007-10-10", "2018-02-13", "2021-01-11"]
+    assert dates("date_to=2007-04") == ["2001-02-28", "2007-04-02"]  # a month stands for its last day here
+    assert dates("date_from=2018&date_to=2018") == ["2018-02-13"]
+    assert dates("date_from=2007-04-02&year_to=2007&q=production") == ["2007-04-02"]  # with the rest of a search
+
+
+RECORDS = [
+    {"id": "a", "title": "Alpha lattice", "year": 2020, "citations": 5, "citations_source": "OpenAlex"},
+    {"id": "b", "title": "Beta lattice", "date": "2020-06-15", "citations": 12},
+    {"id": "c", "title": "Gamma lattice", "date": "2020-03"},
+    {"id": "d", "title": "Delta lattice", "date": "2019-12-31", "citations": 5},
+    {"id": "e", "title": "Epsilon lattice", "citations": 0},
+]
+
+
+def test_dates_known_to_the_year_or_month_and_the_most_cited_first(build: Build) -> None:
+    client = build(RECORDS).test_client()
+
+    def ids(params: str) -> list[str]:
+        return [hit["id"] for hit in client.get(f"/api/search?{params}").json["results"]]
+
+    assert sorted(ids("date_from=2020-06-01")) == ["a", "b"]  # "2020" may be June; "2020-03" may not
+    assert sorted(ids("date_to=2020-03-15")) == ["a", "c", "d"]
+    assert ids("date_from=2021") == []
+    # Most cited first; equal counts newest first; a known 0 before an unknown count.
+    assert ids("sort=cited") == ["b", "a", "d", "e", "c"]
+    assert ids("sort=cited&q=lattice") == ["b", "a", "d", "e", "c"]
+    counted = client.get("/api/search?date_from=2020-06-01").json["facets"]["year"]
+    assert [(v["value"], v["count"]) for v in counted] == [(2020, 2)]
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ("date_from=2021-13", "date_from", "Must be an ISO 8601 date: 2021-06-29, 2021-06 or 2021."),
+        ("date_to=yesterday", "date_to", "Must be an ISO 8601 date: 2021-06-29, 2021-06 or 2021."),
+        ("date_from=2021-06-02&date_to=2021-06-01", "date_to", "Must not be before date_from (2021-06-02)."),
+        ("sort=popular", "sort", "Must be one of: relevance, newest, oldest, cited."),
+    ],
+)
+def test_a_bad_date_or_sort_is_a_400_naming_it(samples: FlaskClient, params: str, field: str, message: str) -> None:
+    assert error_of(samples, f"/api/search?{params}", 400)["details"] == {field: [message]}

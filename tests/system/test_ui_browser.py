@@ -269,11 +269,28 @@ def test_year_histogram_filters_by_year_and_range(base: str, page: Page) -> None
     expect(page.locator(".chip", has_text="2021–2023")).to_be_visible()
     assert total(page) == api_total(base, year_from=2021, year_to=2023)
 
-    page.get_by_label("From").fill("2019")
-    page.get_by_label("to", exact=True).fill("2020")
-    follow(page.get_by_role("button", name="Apply"))
+    page.get_by_label("From year").fill("2019")
+    page.get_by_label("to year", exact=True).fill("2020")
+    follow(page.get_by_role("button", name="Apply the years"))
     expect(page.locator(".chip", has_text="2019–2020")).to_be_visible()
     assert {int(year) for year in texts(page, ".hit .year")} <= {2019, 2020}
+
+
+def test_dates_and_the_most_cited_from_the_page(base: str, page: Page) -> None:
+    """Issue #31: the date range form (behind "Between dates") and the `cited` sort."""
+    page.goto(f"{base}/?q=parsing")
+    page.get_by_text("Between dates").click()
+    page.get_by_label("From date").fill("2018-06")
+    page.get_by_label("to date", exact=True).fill("2018-06-30")
+    follow(page.get_by_role("button", name="Apply the dates"))
+    expect(page.locator(".chip", has_text="2018-06–2018-06-30")).to_be_visible()
+    assert params(page)["date_from"] == ["2018-06"] and params(page)["date_to"] == ["2018-06-30"]
+    assert texts(page, ".hit .year") == ["2018-06-29"]  # the injected paper, the one dated in June 2018
+    page.goto(f"{base}/?q=parsing")
+    page.get_by_label("Sort").select_option("cited")
+    follow(page.get_by_role("button", name="Search", exact=True))
+    assert params(page)["sort"] == ["cited"]
+    expect(page.locator(".hit .citations").first).to_have_text("1,234 citations")
 
 
 def test_author_link_opens_the_authors_page_which_filters_by_them(base: str, page: Page) -> None:
@@ -489,7 +506,12 @@ def test_a_paper_page_tells_a_reference_manager_what_it_is(base: str, page: Page
     expect(meta_line.locator(".citations")).to_have_text("1,234 citations")
     orcid = meta_line.get_by_role("link", name=f"ORCID iD of {INJECTED_AUTHOR}: 0000-0002-1825-0097")
     expect(orcid).to_have_attribute("href", "https://orcid.org/0000-0002-1825-0097")
-    for label, starts in (("BibTeX file", "@inproceedings{"), ("RIS file", "TY  - CPAPER")):
+    files = (
+        ("BibTeX file", "@inproceedings{"),
+        ("RIS file", "TY  - CPAPER"),
+        ("CSL-JSON file", '[\n{"id": "injected-markup"'),
+    )
+    for label, starts in files:
         with page.expect_download() as download:
             page.get_by_role("link", name=label).click()
         text = Path(download.value.path()).read_text(encoding="utf-8")

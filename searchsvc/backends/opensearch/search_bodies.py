@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, VECTOR, VENUE
+from searchsvc.backends.opensearch.mapping import (
+    AUTHOR_VALUE,
+    CITATIONS,
+    EXACT,
+    FOLDED,
+    TEXT_FIELDS,
+    VECTOR,
+    VENUE,
+)
 from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
 from searchsvc.core.model import FACETS, LIST_FACETS, SearchRequest
 from searchsvc.core.query import Node, as_typed, required_words, widened
@@ -30,6 +38,7 @@ SORTS = {
     "relevance": [{"_score": "desc"}, {"year": _BY_YEAR}, {"id": "asc"}],
     "newest": [{"year": _BY_YEAR}, {"id": "asc"}],
     "oldest": [{"year": {"order": "asc", "missing": "_last"}}, {"id": "asc"}],
+    "cited": [{CITATIONS: {"order": "desc", "missing": "_last"}}, {"year": _BY_YEAR}, {"id": "asc"}],
 }
 HIGHLIGHT = {
     "pre_tags": ["<mark>"],

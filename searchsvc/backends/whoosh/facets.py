@@ -169,13 +169,19 @@ class FacetIndex:
         return _Facet(table, entry_doc, entry_value, self.doc_count, self.all_docs)
 
     def filters(self, request: SearchRequest) -> Filters:
-        """Per facet, the documents its filter allows (None: that facet is not filtered)."""
-        year = self._facets["year"]
-        years = None
-        if request.year_from is not None or request.year_to is not None:
-            selected = [i for i, value in enumerate(year.values) if request.year_selected(int(value))]
-            years = year.docs(selected)
-        return {"year": years, **{name: self._value_filter(name, getattr(request, name)) for name in LIST_FACETS}}
+        """Per facet, the documents its filter allows (None: that facet is not filtered); the date
+        range, which is no facet, under "date", so every facet is counted under it."""
+        year, date = self._facets["year"], self._facets["date"]
+        years = dates = None
+        if request.years:
+            years = year.docs([i for i, value in enumerate(year.values) if request.year_selected(int(value))])
+        if request.dated:
+            dates = date.docs([i for i, value in enumerate(date.values) if request.date_selected(str(value))])
+        return {
+            "year": years,
+            "date": dates,
+            **{name: self._value_filter(name, getattr(request, name)) for name in LIST_FACETS},
+        }
 
     def counts(
         self, matched: Mask, filters: Filters, request: SearchRequest, limits: Mapping[str, int]

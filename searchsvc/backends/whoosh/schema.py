@@ -35,10 +35,19 @@ PAIR_SEPARATOR = " "  # never inside a word: the tokenizer splits at spaces
 PAIRED_ABOVE = 128
 
 # Facet name → the column holding each paper's exact values (a JSON list, so any
-# character, commas included, can be part of a value).
-FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author", "venue": "facet_venue"}
+# character, commas included, can be part of a value). `date` and `citations` are read by the same
+# arrays (facets.py, doc_order.py) for the date filter and the `cited` sort, and never listed.
+FACET_COLUMNS = {
+    "year": "facet_year",
+    "subject": "facet_subject",
+    "author": "facet_author",
+    "venue": "facet_venue",
+    "date": "facet_date",
+    "citations": "facet_citations",
+}
 
-# 10: stored `publication` (venue, date, citations, ORCID iDs), the venue facet; 9: word pairs of the unstemmed fields
+# 10: stored `publication` (venue, date, citations, ORCID iDs), the venue facet, date and citation
+# columns; 9: word pairs of the unstemmed fields
 # (PAIR_FIELDS); 8: ids in a column (doc_order.py), no oldest-rank column; 7: stored `identifiers`
 SCHEMA_VERSION = 10
 
@@ -143,4 +152,6 @@ def build_schema() -> Schema:
         facet_subject=COLUMN(VarBytesColumn()),
         facet_author=COLUMN(VarBytesColumn()),
         facet_venue=COLUMN(VarBytesColumn()),
+        facet_date=COLUMN(VarBytesColumn()),
+        facet_citations=COLUMN(VarBytesColumn()),
     )

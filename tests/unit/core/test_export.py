@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from importlib.metadata import distribution
 from pathlib import Path
 
 import bibtexparser
@@ -13,6 +14,7 @@ import pytest
 import rispy
 from hypothesis import given
 from hypothesis import strategies as st
+from jsonschema import Draft3Validator
 
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.core.identifiers import Identifiers
@@ -84,12 +86,16 @@ def test_formats_are_registered_by_name() -> None:
         "bibtex": ("bibtex", "application/x-bibtex; charset=utf-8", "bib"),
         "csv": ("csv", "text/csv; charset=utf-8", "csv"),
         "jsonl": ("jsonl", "application/x-ndjson; charset=utf-8", "jsonl"),
+        "csljson": ("csljson", "application/vnd.citationstyles.csl+json; charset=utf-8", "json"),
         "ris": ("ris", "application/x-research-info-systems; charset=utf-8", "ris"),
     }
 
 
-@pytest.mark.parametrize(("name", "header_chunks"), [("bibtex", 0), ("csv", 1), ("jsonl", 0), ("ris", 0)])
-def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "header_chunks", "closing_chunks"),
+    [("bibtex", 0, 0), ("csljson", 0, 1), ("csv", 1, 0), ("jsonl", 0, 0), ("ris", 0, 0)],
+)
+def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int, closing_chunks: int) -> None:
     taken: list[str] = []
 
     def papers() -> Iterator[Paper]:
@@ -101,8 +107,8 @@ def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int) -> No
     for _ in range(header_chunks + 1):
         next(chunks)
     assert taken == ["First"]  # lazy: nothing read ahead of what was sent
-    assert len(list(chunks)) == 2
-    assert len(list(EXPORT_FORMATS[name].write([]))) == header_chunks
+    assert len(list(chunks)) == 2 + closing_chunks
+    assert len(list(EXPORT_FORMATS[name].write([]))) == max(header_chunks, closing_chunks)
 
 
 def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
@@ -456,3 +462,50 @@ def test_bibtex_and_ris_say_what_kind_of_work_a_paper_is_by_its_venue() -> None:
         ("CPAPER", "Proceedings of the Workshop on Tests", "2020/06"),
         ("GEN", "arXiv", None),
     ]
+
+
+# CSL-JSON ------------------------------------------------------------------------------------------
+
+
+def csl_schema() -> dict:
+    """The CSL-JSON schema (draft 3) of citation-style-language/schema, as csl-data ships it."""
+    return json.loads(distribution("csl-data").locate_file("csl_data/csl-data.json").read_text(encoding="utf-8"))
+
+
+def test_csl_json_validates_against_the_csl_schema_and_says_what_each_paper_is() -> None:
+    schema = csl_schema()
+    Draft3Validator.check_schema(schema)
+    papers = [
+        identified(
+            published(paper(authors=["Maxim Naumov", "Plato", "Perlis, A. J."]), "Physical Review D", "2020-04-02")
+        ),
+        published(paper("A Workshop Paper", id="w1"), "Proceedings of the Workshop on Tests", "2020-06"),
+        paper(NASTY_TITLE, id="n1", year=None, abstract="", subjects=[], authors=[]),
+    ]
+    document = json.loads(export("csljson", *papers))
+    assert list(Draft3Validator(schema).iter_errors(document)) == []
+    journal, workshop, nasty = document
+    assert journal == {
+        "id": "p1",
+        "type": "article-journal",
+        "title": "Compositional Generalization",
+        "author": [
+            {"family": "Naumov", "given": "Maxim"},
+            {"literal": "Plato"},
+            {"family": "Perlis", "given": "A. J."},
+        ],
+        "container-title": "Physical Review D",
+        "issued": {"date-parts": [[2020, 4, 2]]},
+        "abstract": "An abstract.",
+        "keyword": "cs.CL, cs.LG",
+        "DOI": "10.1145/3394486.3403059",
+        "URL": "https://example.org/p?a=1&b=2",
+        "number": "arXiv:2104.05158",
+        "note": "searchsvc id: p1",
+    }
+    assert (workshop["type"], workshop["issued"]) == ("paper-conference", {"date-parts": [[2020, 6]]})
+    assert nasty == {"id": "n1", "type": "article", "title": NASTY_TITLE, "note": "searchsvc id: n1"}
+    assert json.loads(export("csljson")) == []
+    # The validator is not a formality: a wrong type or date is caught.
+    assert list(Draft3Validator(schema).iter_errors([{**journal, "type": "preprint"}]))
+    assert list(Draft3Validator(schema).iter_errors([{**journal, "issued": {"date-parts": "2020-04-02"}}]))
