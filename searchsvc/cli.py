@@ -238,6 +238,9 @@ def _progress_bar(phase: str, total: int | None) -> Iterator[Callable[[int], Non
 @click.option("--author", multiple=True, help="Only papers by this author (repeatable: any of them).")
 @click.option("--year-from", type=str, help="Only papers from this year on.")
 @click.option("--year-to", type=str, help="Only papers up to this year.")
+@click.option("--venue", multiple=True, help="Only papers in this journal or proceedings (repeatable: any of them).")
+@click.option("--date-from", type=str, help="Only papers from this date on (2021-06-29, 2021-06 or 2021).")
+@click.option("--date-to", type=str, help="Only papers up to this date.")
 @click.option("--sort", type=click.Choice(SORTS), default="relevance", show_default=True)
 @click.option("--page", type=str, default="1", show_default=True)
 @click.option("--per-page", type=str, help="Results per page (default 10).")
@@ -267,7 +270,8 @@ def _print_result(result: SearchResult) -> None:
     for number, hit in enumerate(result.hits, start=result.request.start + 1):
         year = f" ({hit.year})" if hit.year else ""
         say(f"\n{number:>3}. ", *_terminal(hit.highlights["title"]), year)
-        details = "; ".join(part for part in (", ".join(hit.authors), " ".join(hit.subjects)) if part)
+        parts = (", ".join(hit.authors), hit.publication.venue, " ".join(hit.subjects))
+        details = "; ".join(part for part in parts if part)
         if details:
             say("     ", Quoted(details))
         say("     ", *_terminal(hit.highlights["abstract"]))

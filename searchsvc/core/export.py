@@ -1,10 +1,10 @@
-"""Paper records → downloads for reference managers (BibTeX, RIS), spreadsheets (CSV) and re-import (JSON lines).
+"""Paper records → downloads for reference managers (BibTeX, RIS, CSL-JSON), spreadsheets (CSV), re-import (JSON lines).
 
-Each writer streams one `str` chunk per paper (CSV adds a header chunk first), so a web route can send an
-export of any size without holding it in memory. Every format is made safe for whatever text a record holds:
-JSON lines re-import with `searchsvc rebuild`, BibTeX entries always parse (special characters are escaped,
-braces stay balanced), RIS values stay on their tag's line, and CSV cells cannot run as spreadsheet formulas
-yet re-import as they were.
+Each writer streams one `str` chunk per paper (CSV adds a header chunk first, CSL-JSON a closing one), so a
+web route can send an export of any size without holding it in memory. Every format is made safe for
+whatever text a record holds: JSON lines re-import with `searchsvc rebuild`, BibTeX entries always parse
+(special characters are escaped, braces stay balanced), RIS values stay on their tag's line, CSL-JSON is
+JSON, and CSV cells cannot run as spreadsheet formulas yet re-import as they were.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from searchsvc.core.paper import Paper
+from searchsvc.core.publication import venue_kind
 from searchsvc.core.text import fold
 
 _LIST_SEPARATOR = "; "
@@ -24,7 +25,10 @@ _LIST_SEPARATOR = "; "
 # a backslash before anything else is itself, so a sheet that never wrote `\;` or `\\` reads as before.
 _LIST_ESCAPES = str.maketrans({"\\": "\\\\", ";": "\\;"})
 _LIST_ESCAPE_OR_SEPARATOR = re.compile(r"\\([\\;])|;")
-_CSV_HEADER = ("id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url")
+_CSV_HEADER = (
+    *("id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"),
+    *("venue", "date", "citations", "citations_source"),
+)
 _IDENTIFIERS = ("doi", "arxiv", "url")  # the columns (CSV) and keys (JSON lines) of Paper.identifiers
 # OWASP CSV injection: a cell starting with one of these may be run as a formula by a spreadsheet,
 # so it is written after a `'` (which spreadsheets show as text). A cell starting with `'` is marked
@@ -52,6 +56,8 @@ _BIBTEX_ESCAPES = str.maketrans(
 # LaTeX reads "--" as an en dash and "---" as an em dash; "-{}-" keeps the hyphens as they were written.
 _DASH_LIGATURE = re.compile(r"-(?=-)")
 _ASCII_LETTERS = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i"})
+_RIS_TYPES = {"article": "JOUR", "inproceedings": "CPAPER", "misc": "GEN"}
+_CSL_TYPES = {"article": "article-journal", "inproceedings": "paper-conference", "misc": "article"}
 _TITLE_STOPWORDS = frozenset({"a", "an", "the", "on", "of", "for", "and", "in", "to", "with"})
 
 
@@ -69,6 +75,7 @@ class ExportFormat:
 def _write_jsonl(papers: Iterable[Paper]) -> Iterator[str]:
     """One JSON object a line, in the input record format of `searchsvc.ingest.jsonl`."""
     for paper in papers:
+        found = paper.publication
         record = {
             "id": paper.id,
             "title": paper.title,
@@ -77,6 +84,11 @@ def _write_jsonl(papers: Iterable[Paper]) -> Iterator[str]:
             "categories": paper.subjects,
             "authors": paper.authors,
             **{name: getattr(paper.identifiers, name) or None for name in _IDENTIFIERS},
+            "venue": found.venue or None,
+            "date": found.date or None,
+            "citations": found.citations,
+            "citations_source": found.citations_source or None,
+            "orcids": found.stored(paper.authors).get("orcids"),
         }
         yield json.dumps(record, ensure_ascii=False) + "\n"
 
@@ -94,6 +106,7 @@ def _write_csv(papers: Iterable[Paper]) -> Iterator[str]:
 
     yield row(_CSV_HEADER)
     for paper in papers:
+        found = paper.publication
         yield row(
             (
                 paper.id,
@@ -103,6 +116,10 @@ def _write_csv(papers: Iterable[Paper]) -> Iterator[str]:
                 csv_list(paper.authors),
                 paper.abstract,
                 *(getattr(paper.identifiers, name) for name in _IDENTIFIERS),
+                found.venue,
+                found.date,
+                "" if found.citations is None else str(found.citations),
+                found.citations_source,
             )
         )
 
@@ -157,16 +174,24 @@ def _write_bibtex(papers: Iterable[Paper]) -> Iterator[str]:
 
 
 def bibtex_entry(paper: Paper) -> str:
-    """The paper as one `@misc` entry, with its unsuffixed citation key (as for a "copy BibTeX" button)."""
+    """The paper as one entry, with its unsuffixed citation key (as for a "copy BibTeX" button)."""
     return _entry(paper, _citation_key(paper))
 
 
 def _entry(paper: Paper, key: str) -> str:
+    """An `@article` in a journal, `@inproceedings` in proceedings, else `@misc` (a preprint, or
+    nothing known of where it appeared)."""
+    found = paper.publication
+    kind = venue_kind(found.venue)
     fields = [("title", "{" + _escape(paper.title) + "}")]
     if paper.authors:
         fields.append(("author", " and ".join(_bibtex_name(name) for name in paper.authors)))
+    if kind != "misc":
+        fields.append(("journal" if kind == "article" else "booktitle", _escape(found.venue)))
     if paper.year is not None:
         fields.append(("year", str(paper.year)))
+    if len(found.date) > len("2021"):
+        fields.append(("date", found.date))  # biblatex's; BibTeX ignores it and reads the year
     if paper.abstract:
         fields.append(("abstract", _escape(paper.abstract)))
     if paper.subjects:
@@ -180,7 +205,7 @@ def _entry(paper: Paper, key: str) -> str:
         fields.append(("url", _verbatim(ids.url)))
     fields.append(("note", _escape(f"searchsvc id: {paper.id}")))
     body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
-    return f"@misc{{{key},\n{body}\n}}\n"
+    return f"@{kind}{{{key},\n{body}\n}}\n"
 
 
 def _write_ris(papers: Iterable[Paper]) -> Iterator[str]:
@@ -190,15 +215,18 @@ def _write_ris(papers: Iterable[Paper]) -> Iterator[str]:
 
 
 def ris_record(paper: Paper) -> str:
-    """The paper as one RIS record (`GEN`: the record does not say whether it appeared in a journal,
-    at a conference or only as a preprint). Each value is folded onto its tag's one line, so no text
-    can start a tag of its own; authors are written "Surname, Given", as RIS readers expect."""
-    ids = paper.identifiers
+    """The paper as one RIS record: `JOUR` in a journal, `CPAPER` in proceedings, else `GEN` (a
+    preprint, or nothing known of where it appeared), its venue as `T2`, which Zotero, EndNote and
+    Mendeley read for both. Each value is folded onto its tag's one line, so no text can start a tag
+    of its own; authors are written "Surname, Given", as RIS readers expect."""
+    ids, found = paper.identifiers, paper.publication
     lines = [
-        ("TY", "GEN"),
+        ("TY", _RIS_TYPES[venue_kind(found.venue)]),
         ("TI", paper.title),
         *(("AU", _surname_first(name)) for name in paper.authors),
+        *([("T2", found.venue)] if found.venue else []),
         *([("PY", str(paper.year))] if paper.year is not None else []),
+        *([("DA", found.date.replace("-", "/"))] if len(found.date) > len("2021") else []),
         *([("AB", paper.abstract)] if paper.abstract else []),
         *(("KW", subject) for subject in paper.subjects),
         *([("DO", ids.doi)] if ids.doi else []),
@@ -207,6 +235,48 @@ def ris_record(paper: Paper) -> str:
         ("N1", f"searchsvc id: {paper.id}"),
     ]
     return "".join(f"{tag}  - {' '.join(value.split())}\n" for tag, value in lines) + "ER  - \n\n"
+
+
+def _write_csl(papers: Iterable[Paper]) -> Iterator[str]:
+    """One JSON array of CSL-JSON items (what citeproc, Zotero and Mendeley read), an item a chunk
+    and the closing bracket last, so the array streams."""
+    opened = False
+    for paper in papers:
+        yield ("[\n" if not opened else ",\n") + json.dumps(csl_item(paper), ensure_ascii=False)
+        opened = True
+    yield "\n]\n" if opened else "[]\n"
+
+
+def csl_item(paper: Paper) -> dict[str, object]:
+    """The paper as one CSL-JSON item: its kind from its venue (`venue_kind`; a preprint or no
+    venue is an "article"), names split as RIS splits them, the date as precise as known."""
+    ids, found = paper.identifiers, paper.publication
+    item: dict[str, object] = {"id": paper.id, "type": _CSL_TYPES[venue_kind(found.venue)], "title": paper.title}
+    if paper.authors:
+        item["author"] = [_csl_name(name) for name in paper.authors]
+    if found.venue:
+        item["container-title"] = found.venue
+    if found.date:
+        item["issued"] = {"date-parts": [[int(part) for part in found.date.split("-")]]}
+    if paper.abstract:
+        item["abstract"] = paper.abstract
+    if paper.subjects:
+        item["keyword"] = ", ".join(paper.subjects)
+    if ids.doi:
+        item["DOI"] = ids.doi
+    url = ids.url or (f"https://arxiv.org/abs/{ids.arxiv}" if ids.arxiv else "")
+    if url:
+        item["URL"] = url
+    if ids.arxiv:
+        item["number"] = f"arXiv:{ids.arxiv}"  # how Zotero keeps a preprint's arXiv id
+    item["note"] = f"searchsvc id: {paper.id}"
+    return item
+
+
+def _csl_name(name: str) -> dict[str, str]:
+    """ "Maxim Naumov" or "Naumov, Maxim" → family and given names; a one-word name as it is."""
+    family, comma, given = _surname_first(name).partition(", ")
+    return {"family": family, "given": given} if comma else {"literal": name}
 
 
 def _surname_first(name: str) -> str:
@@ -273,6 +343,9 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
     export.name: export
     for export in (
         ExportFormat("bibtex", "BibTeX", "application/x-bibtex; charset=utf-8", "bib", _write_bibtex),
+        ExportFormat(
+            "csljson", "CSL-JSON", "application/vnd.citationstyles.csl+json; charset=utf-8", "json", _write_csl
+        ),
         ExportFormat("csv", "CSV", "text/csv; charset=utf-8", "csv", _write_csv),
         ExportFormat("jsonl", "JSON lines", "application/x-ndjson; charset=utf-8", "jsonl", _write_jsonl),
         ExportFormat("ris", "RIS", "application/x-research-info-systems; charset=utf-8", "ris", _write_ris),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from searchsvc.core.model import FacetValue, Hit, SearchRequest
+from searchsvc.core.model import LIST_FACETS, FacetValue, Hit, SearchRequest
 
 Value = str | int
 
@@ -47,8 +47,9 @@ def counted_in(hits: Sequence[Hit], request: SearchRequest, limit: int) -> dict[
         "year": Counter(hit.year for hit in hits if hit.year is not None),
         "subject": Counter(value for hit in hits for value in dict.fromkeys(hit.subjects)),
         "author": Counter(value for hit in hits for value in dict.fromkeys(hit.authors)),
+        "venue": Counter(hit.publication.venue for hit in hits if hit.publication.venue),
     }
-    chosen = {name: {value.casefold() for value in getattr(request, name)} for name in ("subject", "author")}
+    chosen = {name: {value.casefold() for value in getattr(request, name)} for name in LIST_FACETS}
     facets = {}
     for name, counted in counts.items():
         if name == "year":

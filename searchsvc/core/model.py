@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
+from searchsvc.core.publication import Publication, date_bounds
 
-SORTS = ("relevance", "newest", "oldest")
-FACETS = ("year", "subject", "author")
+SORTS = ("relevance", "newest", "oldest", "cited")
+FACETS = ("year", "subject", "author", "venue")
+LIST_FACETS = ("subject", "author", "venue")  # the facets chosen by value, several at once (year is a range)
 
 
 @dataclass(frozen=True)
@@ -19,8 +21,13 @@ class SearchRequest:
     q: str = ""
     subject: tuple[str, ...] = ()
     author: tuple[str, ...] = ()
+    venue: tuple[str, ...] = ()
     year_from: int | None = None
     year_to: int | None = None
+    # ISO dates as precise as wanted (core.publication.iso_date): a paper is in the range when a day
+    # its date may stand for is (a paper of "2021" is in a range from 2021-06-01).
+    date_from: str | None = None
+    date_to: str | None = None
     sort: str = "relevance"
     page: int = 1
     per_page: int = 10
@@ -38,7 +45,31 @@ class SearchRequest:
     @property
     def filtered(self) -> bool:
         """Whether any facet filter narrows the papers."""
-        return bool(self.subject or self.author or self.year_from is not None or self.year_to is not None)
+        return bool(self.subject or self.author or self.venue or self.dated or self.years)
+
+    @property
+    def years(self) -> bool:
+        """Whether a year range narrows the papers."""
+        return self.year_from is not None or self.year_to is not None
+
+    @property
+    def dated(self) -> bool:
+        """Whether a date range narrows the papers."""
+        return self.date_from is not None or self.date_to is not None
+
+    def day_range(self) -> tuple[int, int]:
+        """The date range as the numbers YYYYMMDD of its first and last day (core.publication.date_bounds)."""
+        low = date_bounds(self.date_from)[0] if self.date_from else 0
+        high = date_bounds(self.date_to)[1] if self.date_to else 99991231
+        return low, high
+
+    def date_selected(self, date: str) -> bool:
+        """Whether a paper of `date` (ISO, as precise as known; '' if unknown) may lie in the date range."""
+        if not date:
+            return not self.dated
+        first, last = date_bounds(date)
+        low, high = self.day_range()
+        return last >= low and first <= high
 
     def year_selected(self, year: int) -> bool:
         """Whether `year` lies inside the requested year range (if one is set)."""
@@ -88,6 +119,7 @@ class Hit:
     score: float | None
     highlights: dict[str, str]
     identifiers: Identifiers = field(default_factory=Identifiers)
+    publication: Publication = field(default_factory=Publication)
     matched: str | None = None  # "identifier": the query was this paper's arXiv id or DOI
 
     @classmethod
@@ -103,6 +135,7 @@ class Hit:
             score=score,
             highlights={"title": title, "abstract": abstract},
             identifiers=paper.identifiers,
+            publication=paper.publication,
         )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import normalise_title
 
 _NON_SLUG = re.compile(r"[^0-9a-z]+")
@@ -47,6 +48,7 @@ class Paper:
     authors: list[str] = field(default_factory=list)
     sources: list[SourceLocation] = field(default_factory=list)
     identifiers: Identifiers = field(default_factory=Identifiers)
+    publication: Publication = field(default_factory=Publication)
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> Paper:
@@ -59,6 +61,7 @@ class Paper:
             subjects=list(stored.get("subjects") or []),
             authors=list(stored.get("authors") or []),
             identifiers=Identifiers.from_stored(stored.get("identifiers")),
+            publication=Publication.from_stored(stored.get("publication")),
         )
 
     def stored(self) -> dict[str, Any]:
@@ -71,6 +74,7 @@ class Paper:
             "subjects": self.subjects,
             "authors": self.authors,
             "identifiers": self.identifiers.stored(),
+            "publication": self.publication.stored(self.authors),
         }
 
     def encoded(self) -> str:
@@ -79,14 +83,18 @@ class Paper:
         ids = self.identifiers
         sources = [[source.path, source.line] for source in self.sources]
         fields = [self.id, self.title, self.abstract, self.year, self.subjects, self.authors, sources]
-        return json.dumps([*fields, [ids.arxiv, ids.doi, ids.url]], ensure_ascii=False)
+        publication = self.publication.stored(self.authors)
+        return json.dumps([*fields, [ids.arxiv, ids.doi, ids.url], publication], ensure_ascii=False)
 
     @classmethod
     def decoded(cls, doc: str, paper_id: str | None = None) -> Paper:
-        """A paper as `encoded` wrote it (its identifiers were normalised when read), with its final id."""
-        own_id, title, abstract, year, subjects, authors, sources, (arxiv, doi, url) = json.loads(doc)
+        """A paper as `encoded` wrote it (its identifiers were normalised when read), with its final
+        id. Journals written before papers had a publication (issue #31) decode without one."""
+        own_id, title, abstract, year, subjects, authors, sources, (arxiv, doi, url), *rest = json.loads(doc)
         located = [SourceLocation(path, line) for path, line in sources]
-        return cls(paper_id or own_id, title, abstract, year, subjects, authors, located, Identifiers(arxiv, doi, url))
+        publication = Publication.from_stored(rest[0]) if rest else Publication()
+        ids = Identifiers(arxiv, doi, url)
+        return cls(paper_id or own_id, title, abstract, year, subjects, authors, located, ids, publication)
 
 
 def catalogue_key(year: int | None, paper_id: str, newest: bool = True) -> tuple[bool, int, str]:

@@ -1,7 +1,8 @@
 """Reader for arXiv API results (`.atom`, or `.xml` in the Atom namespace): one paper per `<entry>`.
 
 `id` (the arXiv abs page), `title`, `summary`, `author/name`, `arxiv:primary_category` and
-`category` terms, `published` (the year), `arxiv:doi` and the links. The XML is parsed by
+`category` terms, `published` (the first version's date, and so the year), `arxiv:doi` and the
+links, and `arxiv:journal_ref`'s journal as the venue (ingest/journal_ref.py). The XML is parsed by
 defusedxml with DTDs refused, so no entity is ever expanded (a "billion laughs" file stops at its
 DOCTYPE) and nothing is fetched; it is fed in blocks and each entry is dropped once read, so
 memory does not grow with the file.
@@ -20,7 +21,9 @@ from defusedxml.ElementTree import DefusedXMLParser
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
-from searchsvc.ingest.fields import FieldProblem, distinct, one_line, year_in
+from searchsvc.core.publication import Publication
+from searchsvc.ingest.fields import FieldProblem, dated, distinct, one_line, year_in
+from searchsvc.ingest.journal_ref import journal_ref_venue
 from searchsvc.ingest.lines import MAX_LINE_BYTES
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -36,6 +39,7 @@ _TEXT = {
     f"{ATOM}updated",
     f"{ATOM}name",
     f"{ARXIV}doi",
+    f"{ARXIV}journal_ref",
 }
 
 
@@ -161,6 +165,12 @@ def _paper(where: str, entry: _Entry, warn: Callable[[str], None]) -> Paper:
     identifiers = Identifiers.of(arxiv=page, doi_text=one_line(entry.text.get(f"{ARXIV}doi")) or doi_link)
     if not identifiers.arxiv:  # a feed from elsewhere: its own page is the link to the original
         identifiers = Identifiers.of(doi_text=identifiers.doi, url=alternate or page)
+    venue = journal_ref_venue(entry.text.get(f"{ARXIV}journal_ref"))
+    year, publication = dated(
+        year,
+        Publication.of(venue, entry.text.get(f"{ATOM}published")),
+        lambda m: warn(f"{where}:{entry.line}: {m}"),
+    )
     return Paper(
         id=paper_id_for_title(title),
         title=title,
@@ -170,6 +180,7 @@ def _paper(where: str, entry: _Entry, warn: Callable[[str], None]) -> Paper:
         authors=distinct(entry.authors),
         sources=[SourceLocation(where, entry.line)],
         identifiers=identifiers,
+        publication=publication,
     )
 
 

@@ -4,7 +4,9 @@ Parsing is bibtexparser 2's (docs/decisions.md, "BibTeX"); this module feeds it 
 time so memory stays flat however long the file is, keeps the `@string` macros defined so far
 and joins `#` expressions with them (ingest/bibtex_strings.py), and maps fields: LaTeX to
 Unicode, names to "First Last", `keywords` and `primaryClass` to subjects, `doi`, `eprint`
-(arXiv) and `url` to identifiers. An entry in the plain shape that reference managers write
+(arXiv) and `url` to identifiers, `journal` (biblatex's `journaltitle`) or else `booktitle` to
+the venue, and biblatex's `date` or else `year`, `month` (`jun` is BibTeX's month macro) and
+`day` to the date. An entry in the plain shape that reference managers write
 (braced or quoted values and numbers, no macros) is read by a scanner of our own, in a fraction
 of bibtexparser's time (docs/performance.md, "Source readers");
 anything else, and every error, is bibtexparser's.
@@ -28,9 +30,10 @@ from pylatexenc.latex2text import LatexNodes2Text
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
+from searchsvc.core.publication import Publication, date_of, iso_date
 from searchsvc.core.text import preview
-from searchsvc.ingest.bibtex_strings import resolved
-from searchsvc.ingest.fields import FieldProblem, one_line, split_list, year_in
+from searchsvc.ingest.bibtex_strings import MONTH_MACROS, resolved
+from searchsvc.ingest.fields import FieldProblem, dated, one_line, split_list, year_in
 from searchsvc.ingest.lines import MAX_LINE_BYTES, line_chunks
 
 # One entry of a real bibliography is a few kilobytes (a long abstract, hundreds of authors);
@@ -100,7 +103,8 @@ class _Entry(NamedTuple):
 
 def read_bibtex(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     """Yield one paper per entry (`@string`, `@comment` and `@preamble` are not papers)."""
-    macros: dict[str, str] = {}  # the @string texts read so far, by lower-case name: entries below may use them
+    # The @string texts read so far, by lower-case name (entries below may use them), after BibTeX's own.
+    macros: dict[str, str] = dict(MONTH_MACROS)
     found = 0
     source = str(path)
     for first_line, text in _entry_texts(path):
@@ -238,7 +242,7 @@ def _key_in(raw: str | None) -> str:
 
 
 def _paper(source: str, line: int, entry: _Entry, warn: Callable[[str], None]) -> Paper:
-    read: set[str] = set()  # the fields the paper took: a macro left undefined elsewhere (month = jan) is no matter
+    read: set[str] = set()  # the fields the paper took: a macro left undefined elsewhere (note = tbd) is no matter
 
     def given(name: str) -> str | None:
         read.add(name)
@@ -263,6 +267,11 @@ def _paper(source: str, line: int, entry: _Entry, warn: Callable[[str], None]) -
     keywords = split_list(text("keywords"))
     primary = text("primaryclass")
     authors = given("author")
+    about = f"{source}:{line}: entry {preview(entry.key)}:"
+    venue = text("journal") or text("journaltitle") or text("booktitle")
+    year, publication = dated(
+        year, Publication.of(venue, _date(text, year, about, warn)), lambda m: warn(f"{about} {m}")
+    )
     paper = Paper(
         id=_own_id(text("note")) or paper_id_for_title(title),
         title=title,
@@ -272,10 +281,27 @@ def _paper(source: str, line: int, entry: _Entry, warn: Callable[[str], None]) -
         authors=_names(authors) if authors is not None else [],
         sources=[SourceLocation(source, line)],
         identifiers=identifiers,
+        publication=publication,
     )
     for name in sorted(read & entry.unresolved.keys()):
         warn(f"{source}:{line}: entry {preview(entry.key)}: {name} {entry.unresolved[name]}")
     return paper
+
+
+def _date(text: Callable[[str], str], year: int | None, about: str, warn: Callable[[str], None]) -> str:
+    """biblatex's `date` (ISO 8601, or a range: its start), else `year`, `month` and `day` as BibTeX
+    gives them; a `date` or `month` that cannot be read is warned about and left out."""
+    given = text("date")
+    if given:
+        found = iso_date(given)
+        if found:
+            return found
+        warn(f"{about} date {preview(given)} is not a date; ignored")
+    month = text("month")
+    found = date_of(year, month, text("day"))
+    if month and len(found) == len("2021"):
+        warn(f"{about} month {preview(month)} is not a month; ignored")
+    return found
 
 
 def _identifiers(given: Callable[[str], str | None], text: Callable[[str], str]) -> Identifiers:

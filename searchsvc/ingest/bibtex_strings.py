@@ -5,7 +5,9 @@ bibtexparser 2 replaces a value that is one macro name but keeps a `#` expressio
 (docs/decisions.md, "the readers"), so the BibTeX reader joins the parts here as BibTeX does:
 braced and quoted parts without their delimiters, numbers as written, macros by the text of the
 `@string` above (names compared without case). A name no `@string` defines is kept as written,
-and named for the reader to warn about (BibTeX warns too, and puts nothing in its place).
+and named for the reader to warn about (BibTeX warns too, and puts nothing in its place). The
+month names `jan` … `dec` are defined before any `@string`, as BibTeX's styles define them
+(`MONTH_MACROS`), so `month = jun` is June.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+# plain.bst and the styles derived from it: MACRO {jan} {"January"} … MACRO {dec} {"December"}.
+_MONTH_NAMES = "January February March April May June July August September October November December".split()
+MONTH_MACROS = {name[:3].lower(): name for name in _MONTH_NAMES}
 _WORD = re.compile(r"[^\s#{}\"]+")  # a macro name or a number
 # Braces and quotes as bibtexparser's splitter counts them: one after a backslash is escaped.
 _DELIMITER = re.compile(r'(?<!\\)[{}"]')

@@ -1,12 +1,14 @@
-"""Field rules every third-party reader applies alike: one-line text, years, names, lists."""
+"""Field rules every third-party reader applies alike: one-line text, years, dates, names, lists."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import one_line, preview
 
 __all__ = ["one_line"]  # the readers' rule, kept in core.text so a search's filters fold alike
@@ -30,6 +32,25 @@ def year_in(text: str | None, field: str = "year") -> int | None:
     if match is None or not MIN_YEAR <= int(match[1]) <= MAX_YEAR:
         raise FieldProblem(f"{field!r} must hold a year such as 2021, found {preview(value)}")
     return int(match[1])
+
+
+def dated(year: int | None, publication: Publication, warn: Callable[[str], None]) -> tuple[int | None, Publication]:
+    """A record's year and its publication's date made to agree (issue #31), as every reader needs.
+
+    The year is the record's own (`year`, `PY`, `publication_year`): filters, facets and ranking use
+    it, so a date of another year is dropped (with a warning through `warn`, which the reader gives
+    its location) rather than the year changed. A record without a year takes its date's. A record
+    whose source gives only a year has that year as its date, so `date` is as precise as the source
+    whichever reader read it (`2021`, as BibTeX's `year` without a `month` gives).
+    """
+    if publication.date and year is not None and publication.year != year:
+        warn(f"date {publication.date} is not in the year {year}; ignored")
+        publication = replace(publication, date="")
+    if year is None:
+        return publication.year, publication
+    if not publication.date:
+        publication = replace(publication, date=f"{year:04d}")
+    return year, publication
 
 
 def split_list(text: str | None) -> list[str]:

@@ -1,8 +1,13 @@
 """Reader for JSON-lines record files, the format of `shared/data/*/corpus.jsonl`.
 
 One object a line: `id`, `title`, `abstract`, `year`, `categories` (the subjects) and
-`authors`, and optionally `doi`, `arxiv` and `url` (as our export writes them). Other fields
-are ignored; blank lines are skipped.
+`authors`, and optionally `doi`, `arxiv` and `url`, and where and when the paper appeared
+(issue #31): `venue` (a string), `date` (a string, ISO 8601 as precise as known: `2021`,
+`2021-06` or `2021-06-29`), `citations` (a whole number) with `citations_source` (who counted
+them, a string) and `orcids` (an object of author name, as in `authors`: ORCID iD), each of them
+also null; as our export writes them. A value of the wrong JSON type is an error of its line; a
+date or ORCID iD that is not one is left out with a warning. Other fields are ignored; blank
+lines are skipped.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
+from searchsvc.core.publication import Publication, iso_date, orcid
 from searchsvc.core.text import preview
-from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, distinct, one_line, string_field
+from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, dated, distinct, one_line, string_field
 from searchsvc.ingest.json_records import json_papers
 
 
@@ -39,16 +45,54 @@ def _paper(obj: dict[str, Any], where: SourceLocation, warn: Callable[[str], Non
     for name, value in given.items():
         if value and not getattr(identifiers, name):
             warn(f"{where}: {name!r} {preview(value)} is not valid; ignored")
+    authors = _names(obj, "authors")
+    year, publication = dated(
+        _year(obj.get("year")), _publication(obj, authors, where, warn), lambda m: warn(f"{where}: {m}")
+    )
     return Paper(
         id=paper_id or paper_id_for_title(title),
         title=title,
         abstract=_text(obj, "abstract"),
-        year=_year(obj.get("year")),
+        year=year,
         subjects=_names(obj, "categories"),
-        authors=_names(obj, "authors"),
+        authors=authors,
         sources=[where],
         identifiers=identifiers,
+        publication=publication,
     )
+
+
+def _publication(
+    obj: dict[str, Any], authors: list[str], where: SourceLocation, warn: Callable[[str], None]
+) -> Publication:
+    """`venue`, `date`, `citations`, `citations_source` and `orcids`: FieldProblem for a value of the wrong
+    type, a warning for a date, count or ORCID iD that is not one (which is left out)."""
+    date = _text(obj, "date")
+    if date and not iso_date(date):
+        warn(f"{where}: 'date' {preview(date)} is not a date; ignored")
+    citations = obj.get("citations")
+    if citations is not None and (isinstance(citations, bool) or not isinstance(citations, int)):
+        raise FieldProblem(f"'citations' must be a whole number or null, found {json.dumps(citations)[:60]}")
+    if citations is not None and citations < 0:
+        warn(f"{where}: 'citations' {citations} is not a count; ignored")
+    orcids = obj.get("orcids")
+    if orcids is not None and (
+        not isinstance(orcids, dict) or not all(isinstance(v, str) or v is None for v in orcids.values())
+    ):
+        raise FieldProblem(
+            f"'orcids' must be an object of author name: ORCID iD, or null, found {json.dumps(orcids)[:60]}"
+        )
+    kept: dict[str, str] = {}
+    for name, given in (orcids or {}).items():
+        if not given:
+            continue
+        if one_line(name) not in authors:
+            warn(f"{where}: 'orcids' names {preview(name)}, who is not one of the 'authors'; ignored")
+        elif not orcid(given):
+            warn(f"{where}: 'orcids' of {preview(name)}: {preview(given)} is not an ORCID iD; ignored")
+        else:
+            kept[one_line(name)] = given
+    return Publication.of(_text(obj, "venue"), date, citations, _text(obj, "citations_source"), kept)
 
 
 def _text(obj: dict[str, Any], key: str) -> str:

@@ -131,7 +131,8 @@ def _keys(paper: Paper) -> list[str]:
 
 
 def _merge_into(paper: Paper, other: Paper, warn: Callable[[str], None]) -> None:
-    """Union the lists; keep the first value of each scalar and fill in what it lacks."""
+    """Union the lists; keep the first value of each scalar and fill in what it lacks, and the
+    publication's by its own rules (`Publication.merged_with`)."""
     first, later = paper.sources[0], other.sources[0]
     if normalise_title(paper.title) != normalise_title(other.title) and paper.id == other.id:
         warn(f"{later}: id {paper.id!r} is also used by {first} for another title; keeping {first}'s")
@@ -141,6 +142,7 @@ def _merge_into(paper: Paper, other: Paper, warn: Callable[[str], None]) -> None
         warn(f"{later}: {paper.id!r} has year {other.year}, {first} says {paper.year}; keeping {paper.year}")
     if not paper.abstract:
         paper.abstract = other.abstract
+    paper.publication = paper.publication.merged_with(other.publication, paper.year)
     paper.subjects.extend(s for s in other.subjects if s not in paper.subjects)
     paper.authors.extend(a for a in other.authors if a not in paper.authors)
     paper.sources.extend(other.sources)

@@ -1,9 +1,10 @@
 """Reader for OpenAlex works as JSON lines (one work object a line, as the API's `results` or the snapshot hold them).
 
 `display_name` (or `title`), the abstract rebuilt from `abstract_inverted_index`, `publication_year`,
-`authorships`, topics (or, in older records, concepts) as subjects, `doi`, and an arXiv id where a
-location is an arXiv page. The paper id is derived from the title, so the same paper read from
-another source becomes one.
+`authorships` (and each author's `orcid`), topics (or, in older records, concepts) as subjects, `doi`,
+an arXiv id where a location is an arXiv page, the primary location's source as the venue (in older
+records `host_venue`), `publication_date`, and `cited_by_count` as OpenAlex's citation count. The
+paper id is derived from the title, so the same paper read from another source becomes one.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers, arxiv_id
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import preview
-from searchsvc.ingest.fields import FieldProblem, distinct, one_line, year_in
+from searchsvc.ingest.fields import FieldProblem, dated, distinct, one_line, year_in
 from searchsvc.ingest.json_records import json_papers
 
 # Positions beyond this are not an abstract (the longest run to a few thousand words); the
@@ -23,6 +25,7 @@ from searchsvc.ingest.json_records import json_papers
 MAX_ABSTRACT_WORDS = 20_000
 # Concepts are scored 0..1 for every level of a deep hierarchy; the top-level ones (0 and 1) are the subjects.
 MAX_CONCEPT_LEVEL = 1
+CITATIONS_SOURCE = "OpenAlex"  # who counted `cited_by_count`
 
 
 def read_openalex(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
@@ -41,16 +44,38 @@ def _paper(obj: dict[str, Any], where: SourceLocation, warn: Callable[[str], Non
     identifiers = Identifiers.of(arxiv=_arxiv(obj), doi_text=doi_text, url=_landing_page(obj))
     if doi_text and not identifiers.doi:
         warn(f"{where}: 'doi' {preview(doi_text)} is not a DOI; ignored")
+    authors = [_get(a, "author") for a in _list(obj, "authorships")]
+    venue = _string(_get(obj.get("primary_location"), "source", "display_name"))
+    publication = Publication.of(
+        venue or _string(_get(obj.get("host_venue"), "display_name")),
+        _string(obj.get("publication_date")),
+        obj.get("cited_by_count"),
+        CITATIONS_SOURCE,
+        _orcids(authors),
+    )
+    read_year = year_in(str(year), "publication_year") if year is not None else None
+    paper_year, publication = dated(read_year, publication, lambda m: warn(f"{where}: {m}"))
     return Paper(
         id=paper_id_for_title(title),
         title=title,
         abstract=_abstract(obj.get("abstract_inverted_index")),
-        year=year_in(str(year), "publication_year") if year is not None else None,
+        year=paper_year,
         subjects=_subjects(obj),
-        authors=distinct(_string(_get(a, "author", "display_name")) for a in _list(obj, "authorships")),
+        authors=distinct(_string(_get(a, "display_name")) for a in authors),
         sources=[where],
         identifiers=identifiers,
+        publication=publication,
     )
+
+
+def _orcids(authors: list[Any]) -> dict[str, str]:
+    """Each author's ORCID iD (`https://orcid.org/0000-…`) by the name kept for that authorship."""
+    found: dict[str, str] = {}
+    for author in authors:
+        name, given = one_line(_string(_get(author, "display_name"))), _string(_get(author, "orcid"))
+        if name and given:
+            found.setdefault(name, given)
+    return found
 
 
 def _abstract(index: Any) -> str:

@@ -10,6 +10,9 @@ Layout (blank lines between the parts are ignored)::
     Title                                                } year, title,
     Abstract, one line                                   } abstract and
     cs.LG↗                                               } subject line
+
+A record's year line is all a page says of its publication: its date is that year (no venue,
+citations or ORCID iDs; "arXiv" names where the page found it, not where it was published).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from pathlib import Path
 
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import preview
+from searchsvc.ingest.fields import dated
 from searchsvc.ingest.lines import numbered_lines
 
 HEADER = "arXiv subjects"
@@ -43,7 +48,7 @@ def read_profile(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
     stated = _read_stated_count(lines)
     found = 0
     while lines.peek() is not None:
-        yield _read_record(path, lines, name)
+        yield _read_record(path, lines, name, warn)
         found += 1
     if found == 0:
         raise SourceFormatError(str(path), lines.last_number, "profile page has no records")
@@ -113,7 +118,7 @@ def _read_stated_count(lines: _Lines) -> tuple[int, int] | None:
     return line[0], int(match["count"])
 
 
-def _read_record(path: Path, lines: _Lines, author: str) -> Paper:
+def _read_record(path: Path, lines: _Lines, author: str, warn: Callable[[str], None]) -> Paper:
     where = str(path)
     year_line = lines.take()
     assert year_line is not None, "called only while lines remain"
@@ -142,14 +147,16 @@ def _read_record(path: Path, lines: _Lines, author: str) -> Paper:
         )
     lines.take()
 
+    year, publication = dated(int(year_match["year"]), Publication(), lambda m: warn(f"{where}:{number}: {m}"))
     return Paper(
         id=paper_id_for_title(title[1]),
         title=title[1],
         abstract=abstract[1],
-        year=int(year_match["year"]),
+        year=year,
         subjects=_parse_subjects(subjects[1]),
         authors=[author],
         sources=[SourceLocation(where, number)],
+        publication=publication,
     )
 
 

@@ -3,6 +3,9 @@
 A line-based format, so it is read here line by line (no library keeps line numbers, and one
 line of look-ahead is all it needs): `TY  - ` opens a record, `ER  - ` closes it, and a line
 that is not a tag continues the previous value.
+
+The venue is the first of `JF`, `T2`, `JO`, `JA`, `J2` the record has (`_VENUES` says why), the
+date `DA` (`2007/04/02/`), else `PY` or `Y1` (once `YYYY/MM/DD/other` too).
 """
 
 from __future__ import annotations
@@ -14,13 +17,22 @@ from pathlib import Path
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers, arxiv_id
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
+from searchsvc.core.publication import Publication, iso_date
 from searchsvc.core.text import preview
-from searchsvc.ingest.fields import FieldProblem, distinct, one_line, surname_first_to_first_last, year_in
+from searchsvc.ingest.fields import FieldProblem, dated, distinct, one_line, surname_first_to_first_last, year_in
 from searchsvc.ingest.lines import numbered_lines
 
 _TAG = re.compile(r"^([A-Z][A-Z0-9])  -(?: (.*))?$")
 _TITLE, _ABSTRACT = ("TI", "T1", "CT", "BT"), ("AB", "N2")
 _AUTHORS, _YEARS, _KEYWORDS, _URLS = ("AU", "A1"), ("PY", "Y1", "DA"), ("KW",), ("UR", "L2")
+# Where the paper appeared, the fullest name first: JF is by the RIS specification the journal's
+# full name; T2, the secondary title, is the journal of an article and the proceedings or book of a
+# paper in one (Zotero and our export write the venue there); JO is a full name for some exporters
+# and an abbreviation for others; JA and J2 are abbreviations, taken only when nothing else names it.
+_VENUES = ("JF", "T2", "JO", "JA", "J2")
+# The date as precise as given: DA is the date proper; PY (and Y1, its old name) was once a whole
+# `YYYY/MM/DD/other` date, and is at least the year.
+_DATES = ("DA", "PY", "Y1")
 
 
 def read_ris(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
@@ -79,6 +91,9 @@ def _paper(where: str, line: int, record: dict[str, list[str]], warn: Callable[[
     identifiers = Identifiers.of(arxiv=arxiv, doi_text=first(("DO",)), url=next(iter(urls), ""))
     if first(("DO",)) and not identifiers.doi:
         warn(f"{where}:{line}: DO {preview(first(('DO',)))} is not a DOI; ignored")
+    year, publication = dated(
+        year, Publication.of(first(_VENUES), _date(record, where, line, warn)), lambda m: warn(f"{where}:{line}: {m}")
+    )
     return Paper(
         id=paper_id_for_title(title),
         title=title,
@@ -88,4 +103,18 @@ def _paper(where: str, line: int, record: dict[str, list[str]], warn: Callable[[
         authors=distinct(surname_first_to_first_last(a) for tag in _AUTHORS for a in record.get(tag, [])),
         sources=[SourceLocation(where, line)],
         identifiers=identifiers,
+        publication=publication,
     )
+
+
+def _date(record: dict[str, list[str]], where: str, line: int, warn: Callable[[str], None]) -> str:
+    """The first of `_DATES` that reads as a date; a `DA` that does not is warned about (a `PY`
+    that is only a year with more around it, `c2007`, has given the year already)."""
+    for tag in _DATES:
+        given = one_line(record[tag][0]) if record.get(tag) else ""
+        found = iso_date(given)
+        if found:
+            return found
+        if given and tag == "DA":
+            warn(f"{where}:{line}: DA {preview(given)} is not a date; ignored")
+    return ""

@@ -2,7 +2,9 @@
 
 Columns `title` (required), `abstract`, `year`, `authors` and `subjects` (each separated by `;`,
 `\\;` being a `;` within a name or subject and `\\\\` a backslash), and optionally `id`, `doi`, `url`,
-`arxiv`; others are ignored, names are case-insensitive.
+`arxiv`, `venue` (or `journal`, or `booktitle`), `date` (ISO 8601: `2021`, `2021-06`, `2021-06-29`),
+`citations` and `citations_source` (who counted them), as our CSV export writes them; others are
+ignored, names are case-insensitive.
 UTF-8 with or without a byte-order mark (as Excel saves it). A cell our CSV export marked with a
 leading `'` against formula injection (`'=…`, `'-…`, `''…`) is read without the mark.
 """
@@ -17,11 +19,16 @@ from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.export import csv_items, csv_text
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
+from searchsvc.core.publication import Publication, citation_count, iso_date
 from searchsvc.core.text import preview
-from searchsvc.ingest.fields import FieldProblem, distinct, one_line, year_in
+from searchsvc.ingest.fields import FieldProblem, dated, distinct, one_line, year_in
 from searchsvc.ingest.lines import numbered_lines
 
-COLUMNS = ("title", "abstract", "year", "authors", "subjects", "id", "doi", "url", "arxiv")
+COLUMNS = (
+    *("title", "abstract", "year", "authors", "subjects", "id", "doi", "url", "arxiv"),
+    *("venue", "journal", "booktitle", "date", "citations", "citations_source"),
+)
+_VENUES = ("venue", "journal", "booktitle")  # the first of these columns a row fills is its venue
 
 
 def read_table(path: Path, warn: Callable[[str], None]) -> Iterator[Paper]:
@@ -71,13 +78,22 @@ def _paper(cells: dict[str, str], where: SourceLocation, warn: Callable[[str], N
     for name in ("arxiv", "doi", "url"):
         if cells.get(name) and not getattr(identifiers, name):
             warn(f"{where}: {name} {preview(cells[name])} is not valid; ignored")
+    date, citations = cells.get("date", ""), cells.get("citations", "")
+    if date and not iso_date(date):
+        warn(f"{where}: date {preview(date)} is not a date; ignored")
+    if citations and citation_count(citations) is None:
+        warn(f"{where}: citations {preview(citations)} is not a count; ignored")
+    venue = next((cells[name] for name in _VENUES if cells.get(name)), "")
+    publication = Publication.of(venue, date, citations, cells.get("citations_source", ""))
+    year, publication = dated(year_in(cells.get("year")), publication, lambda m: warn(f"{where}: {m}"))
     return Paper(
         id=given_id or paper_id_for_title(title),
         title=title,
         abstract=cells.get("abstract", ""),
-        year=year_in(cells.get("year")),
+        year=year,
         subjects=distinct(csv_items(cells.get("subjects", ""))),
         authors=distinct(csv_items(cells.get("authors", ""))),
         sources=[where],
         identifiers=identifiers,
+        publication=publication,
     )

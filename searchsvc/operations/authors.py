@@ -97,7 +97,7 @@ def _stored_name(result: SearchResult) -> str | None:
 
 
 def _has_filters(request: SearchRequest) -> bool:
-    return bool(request.subject or request.year_from is not None or request.year_to is not None)
+    return bool(request.subject or request.venue or request.years or request.dated)
 
 
 def _by_count(item: tuple[str, int]) -> tuple[int, str, str]:

@@ -274,7 +274,7 @@ class Settings:
 
     def facet_limits(self) -> dict[str, int]:
         """Values listed per facet in a search result."""
-        return {"year": self.year_facet_limit, "subject": self.facet_limit, "author": self.facet_limit}
+        return {"year": self.year_facet_limit} | {name: self.facet_limit for name in ("subject", "author", "venue")}
 
     def write_tokens(self) -> tuple[TokenHash, ...]:
         """The writers allowed to change the index over HTTP; none: the write API is off."""

@@ -67,6 +67,9 @@ def _title(wanted: SearchRequest) -> str:
     parts = [f"“{wanted.q}”"] if wanted.q else []
     parts += [f"subject {subject}" for subject in wanted.subject]
     parts += [f"by {author}" for author in wanted.author]
-    if wanted.year_from is not None or wanted.year_to is not None:
+    parts += [f"in {venue}" for venue in wanted.venue]
+    if wanted.years:
         parts.append(f"years {wanted.year_from or '…'}–{wanted.year_to or '…'}")
+    if wanted.dated:
+        parts.append(f"dates {wanted.date_from or '…'}–{wanted.date_to or '…'}")
     return "searchsvc: newest papers" + (" for " + ", ".join(parts) if parts else "")

@@ -11,9 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
-from searchsvc.core.model import SearchRequest, SearchResult
+from searchsvc.core.model import LIST_FACETS, SearchRequest, SearchResult
 
-_LIST_FACETS = ("subject", "author")
 _PAGES_AROUND = 2  # page links shown either side of the current page
 
 
@@ -27,8 +26,9 @@ def search_pairs(request: SearchRequest) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     if request.q:
         pairs.append(("q", request.q))
-    pairs += [(name, value) for name in _LIST_FACETS for value in getattr(request, name)]
-    pairs += [(name, str(getattr(request, name))) for name in ("year_from", "year_to") if getattr(request, name)]
+    pairs += [(name, value) for name in LIST_FACETS for value in getattr(request, name)]
+    ranges = ("year_from", "year_to", "date_from", "date_to")
+    pairs += [(name, str(getattr(request, name))) for name in ranges if getattr(request, name)]
     return pairs
 
 
@@ -116,7 +116,11 @@ class SearchLinks:
         return self.to(replace(self.request, page=number))
 
     def clear_filters(self) -> str:
-        return self.to(self._first_page(subject=(), author=(), year_from=None, year_to=None))
+        return self.to(
+            self._first_page(
+                subject=(), author=(), venue=(), year_from=None, year_to=None, date_from=None, date_to=None
+            )
+        )
 
     def export(self, format_name: str) -> str:
         pairs = [("format", format_name), *self.export_pairs, *self.pairs(self.request, paged=False)]
@@ -132,15 +136,18 @@ class SearchLinks:
         """Every selected filter, each with the link that removes just it."""
         request = self.request
         chips = [
-            Chip(facet, value, self.toggle(facet, value)) for facet in _LIST_FACETS for value in getattr(request, facet)
+            Chip(facet, value, self.toggle(facet, value)) for facet in LIST_FACETS for value in getattr(request, facet)
         ]
-        if request.year_from is not None or request.year_to is not None:
+        if request.dated:
+            clear = self.to(self._first_page(date_from=None, date_to=None))
+            chips.insert(0, Chip("date", range_label(request.date_from, request.date_to), clear))
+        if request.years:
             clear = self.to(self._first_page(year_from=None, year_to=None))
-            chips.insert(0, Chip("year", year_range_label(request.year_from, request.year_to), clear))
+            chips.insert(0, Chip("year", range_label(request.year_from, request.year_to), clear))
         return chips
 
 
-def year_range_label(low: int | None, high: int | None) -> str:
+def range_label(low: int | str | None, high: int | str | None) -> str:
     if low is not None and high is not None:
         return str(low) if low == high else f"{low}–{high}"
     return f"from {low}" if low is not None else f"until {high}"

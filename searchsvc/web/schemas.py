@@ -10,18 +10,38 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, post_dump, post_load, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, post_dump, post_load, pre_dump, validate, validates_schema
 
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
-from searchsvc.core.model import SORTS, ExportRequest, FacetLookupRequest, SearchRequest, SearchResult, SuggestRequest
-from searchsvc.core.paper import id_problem
+from searchsvc.core.model import (
+    LIST_FACETS,
+    SORTS,
+    ExportRequest,
+    FacetLookupRequest,
+    Hit,
+    SearchRequest,
+    SearchResult,
+    SuggestRequest,
+)
+from searchsvc.core.paper import Paper, id_problem
+from searchsvc.core.publication import MAX_VENUE_CHARS, date_bounds, iso_date
 from searchsvc.core.suggestions import KINDS
 from searchsvc.core.text import one_line
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")
 TOO_LONG = "Longer than the maximum of {max} characters."
+
+
+_ISO_DATE = {"pattern": r"^\d{4}(-\d{2}(-\d{2})?)?$", "example": "2021-06-29"}  # what the OpenAPI document says
+
+
+def _iso_date(text: str | None) -> None:
+    if text is not None and (len(text) > len("2021-06-29") or not iso_date(text)):
+        raise ValidationError("Must be an ISO 8601 date: 2021-06-29, 2021-06 or 2021.")
+
+
 _OUT_OF_RANGE = "Must be between {min} and {max}."
 
 
@@ -43,6 +63,13 @@ class SearchRequestSchema(Schema):
         load_default=list,
         metadata={"description": "Only papers by any of these authors (repeatable; case and accents ignored)."},
     )
+    venue = fields.List(
+        fields.String(validate=validate.Length(min=1, max=MAX_VENUE_CHARS)),
+        load_default=list,
+        metadata={
+            "description": "Only papers in any of these journals or proceedings (repeatable; case and accents ignored)."
+        },
+    )
     year_from = fields.Integer(load_default=None, allow_none=True, strict=False, validate=_YEAR)
     year_to = fields.Integer(
         load_default=None,
@@ -51,7 +78,30 @@ class SearchRequestSchema(Schema):
         validate=_YEAR,
         metadata={"description": "Inclusive; not before year_from."},
     )
-    sort = fields.String(load_default="relevance", validate=validate.OneOf(SORTS))
+    date_from = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=_iso_date,
+        metadata={
+            "description": "ISO 8601 date: 2021-06-29, or 2021-06 or 2021 for its first day. A paper is in the range "
+            "when its date, as precisely as known, may be in it (a paper of 2021 is in a range from 2021-06-29).",
+            **_ISO_DATE,
+        },
+    )
+    date_to = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=_iso_date,
+        metadata={
+            "description": "Inclusive ISO 8601 date; 2021-06 or 2021 stands for its last day. Not before date_from.",
+            **_ISO_DATE,
+        },
+    )
+    sort = fields.String(
+        load_default="relevance",
+        validate=validate.OneOf(SORTS),
+        metadata={"description": "cited: most cited first, papers without a known count last."},
+    )
     page = fields.Integer(
         load_default=1,
         validate=validate.Range(min=1),
@@ -74,7 +124,7 @@ class SearchRequestSchema(Schema):
             "q",
             validate.Length(max=settings.max_query_length, error=TOO_LONG),
         )
-        for name in ("subject", "author"):
+        for name in LIST_FACETS:
             _limit(self, name, validate.Length(max=settings.max_filter_values, error="More than {max} values."))
         _limit(self, "per_page", validate.Range(min=1, max=settings.max_per_page, error=_OUT_OF_RANGE))
         if "per_page" in self.fields:
@@ -92,6 +142,9 @@ class SearchRequestSchema(Schema):
             raise ValidationError(
                 f"page * per_page must be at most {window}: narrow the search instead of paging this deep.", "page"
             )
+        low, high = data.get("date_from"), data.get("date_to")
+        if low and high and date_bounds(iso_date(low))[0] > date_bounds(iso_date(high))[1]:
+            raise ValidationError(f"Must not be before date_from ({low}).", "date_to")
         if data["year_from"] is not None and data["year_to"] is not None and data["year_from"] > data["year_to"]:
             raise ValidationError(f"Must not be before year_from ({data['year_from']}).", "year_to")
 
@@ -109,8 +162,11 @@ class SearchRequestSchema(Schema):
             # Stored values have their whitespace folded (ingest.fields): "Dan  Klein" is "Dan Klein".
             subject=_folded_values(data["subject"]),
             author=_folded_values(data["author"]),
+            venue=_folded_values(data["venue"]),
             year_from=data["year_from"],
             year_to=data["year_to"],
+            date_from=iso_date(data["date_from"]) or None,
+            date_to=iso_date(data["date_to"]) or None,
             sort=data.get("sort", "relevance"),
             page=data.get("page", 1),
             per_page=data.get("per_page", self.settings.default_per_page),
@@ -168,7 +224,16 @@ class AuthorRequestSchema(SearchRequestSchema):
         return self._search_request({**data, "q": "", "author": []})
 
 
-_SEARCH_FILTERS = ("q", "subject", "author", "year_from", "year_to")  # what an export by id leaves out
+_SEARCH_FILTERS = (
+    "q",
+    "subject",
+    "author",
+    "venue",
+    "year_from",
+    "year_to",
+    "date_from",
+    "date_to",
+)  # what an export by id leaves out
 
 
 def _paper_id(paper_id: str) -> None:
@@ -311,8 +376,11 @@ class QuerySchema(Schema):
     q = fields.String(required=True)
     subject = fields.List(fields.String(), required=True)
     author = fields.List(fields.String(), required=True)
+    venue = fields.List(fields.String(), required=True)
     year_from = fields.Integer(allow_none=True, required=True)
     year_to = fields.Integer(allow_none=True, required=True)
+    date_from = fields.String(allow_none=True, required=True)
+    date_to = fields.String(allow_none=True, required=True)
     sort = fields.String(required=True)
     page = fields.Integer(required=True)
     per_page = fields.Integer(required=True)
@@ -347,14 +415,60 @@ class IdentifiersSchema(Schema):
         return {name: value or None for name, value in data.items()}
 
 
+class CitationsSchema(Schema):
+    count = fields.Integer(required=True, metadata={"description": "How many works cite the paper."})
+    source = fields.String(
+        allow_none=True, required=True, metadata={"description": 'Who counted them ("OpenAlex"); null if not said.'}
+    )
+
+    @post_dump
+    def _unknown_as_null(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return {**data, "source": data["source"] or None}
+
+
 class PaperSchema(Schema):
     id = fields.String(required=True)
     title = fields.String(required=True)
     abstract = fields.String(required=True)
     year = fields.Integer(allow_none=True, required=True)
+    date = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "ISO 8601, as precise as the sources: 2021, 2021-06 or 2021-06-29; null if unknown."},
+    )
+    venue = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "The journal or conference; null if no source names one."},
+    )
+    citations = fields.Nested(
+        CitationsSchema,
+        allow_none=True,
+        required=True,
+        metadata={"description": "The largest citation count a source gave, and who counted; null if none did."},
+    )
     subjects = fields.List(fields.String(), required=True)
     authors = fields.List(fields.String(), required=True)
+    orcids = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        required=True,
+        metadata={"description": "Author name (as in authors) → ORCID iD (0000-0002-1825-0097), if a source gave one."},
+    )
     identifiers = fields.Nested(IdentifiersSchema, required=True)
+
+    @pre_dump
+    def _with_publication(self, paper: Paper | Hit, **_: Any) -> dict[str, Any]:
+        """The paper's fields, its publication's among them (a page and an export read it whole)."""
+        found = paper.publication
+        citations = None if found.citations is None else {"count": found.citations, "source": found.citations_source}
+        return {
+            **{name: getattr(paper, name) for name in self.fields if hasattr(paper, name)},
+            "date": found.date or None,
+            "venue": found.venue or None,
+            "citations": citations,
+            "orcids": {name: found.orcids[name] for name in paper.authors if name in found.orcids},
+        }
 
 
 class HighlightsSchema(Schema):
@@ -404,6 +518,7 @@ class FacetsSchema(Schema):
     year = fields.List(fields.Nested(FacetValueSchema), required=True)
     subject = fields.List(fields.Nested(FacetValueSchema), required=True)
     author = fields.List(fields.Nested(FacetValueSchema), required=True)
+    venue = fields.List(fields.Nested(FacetValueSchema), required=True)
 
 
 class TypoMatchSchema(Schema):

@@ -16,6 +16,7 @@ from werkzeug.datastructures import MultiDict
 from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxError, SearchsvcError, SearchTimedOut
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.core.model import SORTS, SearchRequest
+from searchsvc.core.publication import venue_kind
 from searchsvc.operations import search as searching
 from searchsvc.operations.authors import author_profile
 from searchsvc.web.health import changed_at
@@ -26,10 +27,12 @@ from searchsvc.web.year_histogram import year_histogram
 
 blueprint = Blueprint("ui", __name__)
 
-SORT_LABELS = {"relevance": "Relevance", "newest": "Newest first", "oldest": "Oldest first"}
+SORT_LABELS = {"relevance": "Relevance", "newest": "Newest first", "oldest": "Oldest first", "cited": "Most cited"}
 assert set(SORT_LABELS) == set(SORTS)
 _FORM_FIELDS = ("q", "sort")  # what the search form shows; it carries the rest as hidden fields
-FIND_AUTHOR = "find_author"  # the author facet's lookup box: part of the page's URL, not of the search
+# The lookup boxes of the facets with thousands of values ("find_author=nau"): part of the page's
+# URL, not of the search.
+FIND = {"author": "find_author", "venue": "find_venue"}
 
 
 @blueprint.context_processor
@@ -56,21 +59,22 @@ def _published() -> dict[str, str] | None:
 def search() -> tuple[str, int] | Response:
     settings = service().settings
     params = _given_params()
-    find_author = params.pop(FIND_AUTHOR, "").strip()
+    find = {facet: params.pop(name, "").strip() for facet, name in FIND.items()}
     try:
-        if len(find_author) > settings.max_facet_prefix_length:
-            message = TOO_LONG.format(max=settings.max_facet_prefix_length)
-            raise InvalidRequest(f"invalid parameters: {FIND_AUTHOR}", {FIND_AUTHOR: [message]})
+        most = settings.max_facet_prefix_length
+        problems = {FIND[facet]: [TOO_LONG.format(max=most)] for facet, typed in find.items() if len(typed) > most}
+        if problems:
+            raise InvalidRequest(f"invalid parameters: {', '.join(problems)}", problems)
         search_request: SearchRequest = load_params(SearchRequestSchema(settings), params)
         result = searching.search(service().backend, search_request)
-        found_authors = (
-            searching.facet_values(service().backend, "author", find_author, search_request, settings.facet_limit)
-            if find_author
-            else None
-        )
+        found = {
+            facet: searching.facet_values(service().backend, facet, typed, search_request, settings.facet_limit)
+            for facet, typed in find.items()
+            if typed
+        }
     except (InvalidRequest, QuerySyntaxError, SearchTimedOut) as error:
         return _render_form_error(params, error), 503 if isinstance(error, SearchTimedOut) else 400
-    if result.identifier is not None and result.identifier.found and result.hits and not find_author:
+    if result.identifier is not None and result.identifier.found and result.hits and not found:
         return redirect(url_for("ui.paper", paper_id=result.hits[0].id), 303)  # a pasted arXiv id or DOI: its page
     links = _links(search_request)
     last = last_page(result, settings.max_result_window)
@@ -83,8 +87,8 @@ def search() -> tuple[str, int] | Response:
         pages=page_numbers(search_request.page, last),
         last_page=last,
         years=year_histogram(result.facets["year"]),
-        find_author=find_author,
-        found_authors=found_authors,
+        find=find,
+        found=found,
         sorts=SORT_LABELS,
         export_formats=[(name, chosen.label) for name, chosen in EXPORT_FORMATS.items()],
         published=_published(),
@@ -124,6 +128,7 @@ def paper(paper_id: str) -> str:
         paper=found,
         related=searching.related(backend, paper_id, service().settings.related_papers),
         bibtex=bibtex_entry(found),
+        venue_kind=venue_kind(found.publication.venue),
         links=_links(SearchRequest(per_page=service().settings.default_per_page)),
     )
 

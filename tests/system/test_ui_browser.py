@@ -28,6 +28,7 @@ from tests.helpers.servers import get, get_text, procfile_web, rebuild_index
 
 INJECTED_TITLE = "Robust parsing of <img src=x onerror=alert(1)> in scholarly titles"
 INJECTED_AUTHOR = "Eve <svg onload=alert(4)> Mallory"
+INJECTED_VENUE = "Proceedings of the <i onmouseover=alert(5)>Workshop</i> on Injection"
 INJECTED_RECORDS = [
     {
         "id": "injected-markup",
@@ -36,6 +37,11 @@ INJECTED_RECORDS = [
         "year": 2018,
         "categories": ["cs.CR"],
         "authors": [INJECTED_AUTHOR],
+        "venue": INJECTED_VENUE,
+        "date": "2018-06-29",
+        "citations": 1234,
+        "citations_source": "OpenAlex",
+        "orcids": {INJECTED_AUTHOR: "0000-0002-1825-0097"},
     }
 ]
 PAPERS = 28 + len(INJECTED_RECORDS)
@@ -263,11 +269,28 @@ def test_year_histogram_filters_by_year_and_range(base: str, page: Page) -> None
     expect(page.locator(".chip", has_text="2021–2023")).to_be_visible()
     assert total(page) == api_total(base, year_from=2021, year_to=2023)
 
-    page.get_by_label("From").fill("2019")
-    page.get_by_label("to", exact=True).fill("2020")
-    follow(page.get_by_role("button", name="Apply"))
+    page.get_by_label("From year").fill("2019")
+    page.get_by_label("to year", exact=True).fill("2020")
+    follow(page.get_by_role("button", name="Apply the years"))
     expect(page.locator(".chip", has_text="2019–2020")).to_be_visible()
     assert {int(year) for year in texts(page, ".hit .year")} <= {2019, 2020}
+
+
+def test_dates_and_the_most_cited_from_the_page(base: str, page: Page) -> None:
+    """Issue #31: the date range form (behind "Between dates") and the `cited` sort."""
+    page.goto(f"{base}/?q=parsing")
+    page.get_by_text("Between dates").click()
+    page.get_by_label("From date").fill("2018-06")
+    page.get_by_label("to date", exact=True).fill("2018-06-30")
+    follow(page.get_by_role("button", name="Apply the dates"))
+    expect(page.locator(".chip", has_text="2018-06–2018-06-30")).to_be_visible()
+    assert params(page)["date_from"] == ["2018-06"] and params(page)["date_to"] == ["2018-06-30"]
+    assert texts(page, ".hit .year") == ["2018-06-29"]  # the injected paper, the one dated in June 2018
+    page.goto(f"{base}/?q=parsing")
+    page.get_by_label("Sort").select_option("cited")
+    follow(page.get_by_role("button", name="Search", exact=True))
+    assert params(page)["sort"] == ["cited"]
+    expect(page.locator(".hit .citations").first).to_have_text("1,234 citations")
 
 
 def test_author_link_opens_the_authors_page_which_filters_by_them(base: str, page: Page) -> None:
@@ -296,7 +319,7 @@ def expect_failed_load(watched: WatchedPage, status: int) -> None:
 def test_find_an_author_among_many(base: str, page: Page) -> None:
     page.goto(f"{base}/?q=embedding")
     page.get_by_label("Find an author").fill("mudi")
-    follow(page.get_by_role("button", name="Find"))
+    follow(page.get_by_role("button", name="Find an author"))
     assert params(page) == {"q": ["embedding"], "find_author": ["mudi"]}
     expect(page.locator(".facet-author .facet-value")).to_have_count(1)
     follow(page.locator(".facet-author .facet-value", has_text="Dheevatsa Mudigere"))
@@ -446,6 +469,8 @@ def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, ba
         expect(title).to_have_text(INJECTED_TITLE)
         expect(page.locator(".hit-title img, .hit img, .hit script, .hit svg, .hit b")).to_have_count(0)
         expect(page.locator(".hit .author").first).to_have_text(INJECTED_AUTHOR)
+        expect(page.locator(".hit .venue").first).to_have_text(INJECTED_VENUE)
+        expect(page.locator(".hit i")).to_have_count(0)
         page.locator(".hit summary").first.click()
         expect(page.locator(".hit .abstract p").first).to_contain_text("<script>alert(2)</script>")
 
@@ -457,9 +482,40 @@ def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, ba
 
         follow(title)
         expect(page.get_by_role("heading", level=1)).to_have_text(INJECTED_TITLE)
-        expect(page.locator("main img, main script, main svg, main b")).to_have_count(0)
+        expect(page.locator("main img, main script, main svg, main b, main i")).to_have_count(0)
         page.wait_for_timeout(300)  # an onerror handler would fire as the broken image fails to load
         assert watched.dialogs == []
+
+
+def test_a_paper_page_tells_a_reference_manager_what_it_is(base: str, page: Page) -> None:
+    """Issue #31: the Highwire tags Zotero's connector reads, the venue, date, citation count and
+    ORCID iD on the page, and the Cite block's downloads."""
+    page.goto(f"{base}/papers/injected-markup")
+
+    def meta(name: str) -> list[str | None]:
+        return [tag.get_attribute("content") for tag in page.locator(f'meta[name="{name}"]').all()]
+
+    assert meta("citation_title") == [INJECTED_TITLE]
+    assert meta("citation_author") == [INJECTED_AUTHOR]
+    assert meta("citation_publication_date") == ["2018/06/29"]
+    assert meta("citation_conference_title") == [INJECTED_VENUE]  # proceedings, not a journal
+    assert meta("citation_journal_title") == []
+    meta_line = page.locator(".paper .meta").first
+    expect(meta_line.locator("time")).to_have_attribute("datetime", "2018-06-29")
+    expect(meta_line.locator(".venue")).to_have_text(INJECTED_VENUE)
+    expect(meta_line.locator(".citations")).to_have_text("1,234 citations")
+    orcid = meta_line.get_by_role("link", name=f"ORCID iD of {INJECTED_AUTHOR}: 0000-0002-1825-0097")
+    expect(orcid).to_have_attribute("href", "https://orcid.org/0000-0002-1825-0097")
+    files = (
+        ("BibTeX file", "@inproceedings{"),
+        ("RIS file", "TY  - CPAPER"),
+        ("CSL-JSON file", '[\n{"id": "injected-markup"'),
+    )
+    for label, starts in files:
+        with page.expect_download() as download:
+            page.get_by_role("link", name=label).click()
+        text = Path(download.value.path()).read_text(encoding="utf-8")
+        assert text.startswith(starts) and "Injection" in text, text[:200]
 
 
 @pytest.mark.reliability
@@ -626,6 +682,7 @@ PAGE_STATES = {
     "results with an acronym's long form also searched": "/?q=DLRM",
     "a syntax error": "/?q=embedding+AND",
     "an author lookup": "/?q=embedding&find_author=na",
+    "a venue lookup": "/?find_venue=work",
     "a later page": "/?q=embedding&per_page=5&page=2",
     "a paper": "/papers/injected-markup",
     "not found": "/papers/no-such-paper",
@@ -657,5 +714,5 @@ def test_phone_width(browser: Browser, base: str) -> None:
         results = page.locator(".results").bounding_box()
         facets = page.locator(".facets").bounding_box()
         assert results and facets and facets["y"] > results["y"]  # stacked: results first
-        expect(page.get_by_role("link", name="Refine by year, subject or author")).to_be_visible()
+        expect(page.get_by_role("link", name="Refine by year, subject, author or venue")).to_be_visible()
         screenshot(page, "phone", full_page=False)

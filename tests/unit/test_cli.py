@@ -33,8 +33,11 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
         "q": "",
         "subject": [],
         "author": [],
+        "venue": [],
         "year_from": None,
         "year_to": None,
+        "date_from": None,
+        "date_to": None,
         "sort": "relevance",
         "page": 1,
         "per_page": 10,
@@ -42,7 +45,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
     }
     assert (document["total"], document["page"], document["per_page"], document["pages"]) == (28, 1, 10, 3)
     assert list(document["results"][0]) == list(HIT_KEYS)
-    assert list(document["facets"]) == ["year", "subject", "author"]
+    assert list(document["facets"]) == ["year", "subject", "author", "venue"]
     assert document["facets"]["author"] == [
         {"value": "Dheevatsa Mudigere", "count": 18, "selected": False},
         {"value": "Maxim Naumov", "count": 18, "selected": False},

@@ -33,7 +33,7 @@ def _selection(name: str, aggs: Dsl, request: SearchRequest) -> tuple[set[Value]
     known = [b["key"] for b in aggs.get("selected", {}).get(name, {}).get("values", {}).get("buckets", [])]
     if name == "year":
         return set(known), {year for year in known if year in (request.year_from, request.year_to)}, []
-    wanted = request.subject if name == "subject" else request.author
+    wanted: tuple[str, ...] = getattr(request, name)
     folded_known = {fold(str(value)) for value in known}
     marked = {value for value in known if fold(str(value)) in {fold(w) for w in wanted}}
     return marked, marked, [value for value in wanted if fold(value) not in folded_known]

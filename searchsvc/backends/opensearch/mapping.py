@@ -14,7 +14,9 @@ from typing import Any
 
 from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
 
-MAPPING_VERSION = 4  # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`
+# 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`; 5: `publication`,
+# `venue`, `first_day`, `last_day`, `citations`
+MAPPING_VERSION = 5
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
@@ -22,6 +24,12 @@ TEXT_FIELDS = SEARCH_FIELDS
 BOOSTS = {"title": 1.5, "abstract": 1.0}
 EXACT = "exact"  # subfield of title and abstract: unstemmed words
 LENGTH = "length"  # subfield of title and abstract: its count of ranked words (BM25F's average lengths)
+# Paper.publication's values indexed again for searching (the publication object itself is not
+# indexed): the venue, a facet; the first and last day its date stands for (YYYYMMDD, both absent
+# when undated: core.publication.date_bounds), for date ranges; its citation count, for `cited`.
+VENUE = "venue"
+FIRST_DAY, LAST_DAY = "first_day", "last_day"
+CITATIONS = "citations"
 FOLDED = "folded"  # subfield of subjects and authors: the value case- and accent-folded
 AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and display
 VECTOR = "vector"  # base64 of the paper's float16 vector, as the vector store holds it
@@ -82,9 +90,16 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                     "fields": {"raw": {"type": "keyword"}, FOLDED: {"type": "keyword", "normalizer": "folded"}},
                 },
                 "subjects": {"type": "keyword", "fields": {FOLDED: {"type": "keyword", "normalizer": "folded"}}},
+                # The publication's venue again, as a facet: the venue filter and its counts.
+                VENUE: {"type": "keyword", "fields": {FOLDED: {"type": "keyword", "normalizer": "folded"}}},
+                FIRST_DAY: {"type": "integer"},
+                LAST_DAY: {"type": "integer"},
+                CITATIONS: {"type": "integer"},
                 "year": {"type": "integer"},
                 # Paper.stored()'s arXiv id, DOI and URL: kept in _source for links, never searched.
                 "identifiers": {"type": "object", "enabled": False},
+                # Paper.stored()'s venue, date, citations and ORCID iDs: shown and exported.
+                "publication": {"type": "object", "enabled": False},
                 # Read from _source only. Without doc values (768 bytes a paper) `exists` cannot
                 # see it, so a boolean beside it says which papers have one.
                 VECTOR: {"type": "binary", "doc_values": False},

@@ -12,7 +12,7 @@ import re
 from typing import Any, Literal
 
 from searchsvc.backends.analysis import WORD_PATTERN
-from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FOLDED
+from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FIRST_DAY, FOLDED, LAST_DAY, VENUE
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import (
     AllOf,
@@ -91,14 +91,20 @@ def year_range(low: int | None, high: int | None) -> Dsl:
 
 
 def filters(request: SearchRequest) -> dict[str, Dsl | None]:
-    """Per facet, the filter the request sets on it (None: not filtered)."""
-    years = None
-    if request.year_from is not None or request.year_to is not None:
+    """Per facet, the filter the request sets on it (None: not filtered); the date range, which is
+    no facet, under "date", so every facet is counted under it."""
+    years = dates = None
+    if request.years:
         years = year_range(request.year_from, request.year_to)
+    if request.dated:
+        low, high = request.day_range()  # a paper is in it when a day its date may stand for is
+        dates = {"bool": {"filter": [{"range": {FIRST_DAY: {"lte": high}}}, {"range": {LAST_DAY: {"gte": low}}}]}}
     return {
         "year": years,
+        "date": dates,
         "subject": {"terms": {f"subjects.{FOLDED}": list(request.subject)}} if request.subject else None,
         "author": {"terms": {f"authors.{FOLDED}": list(request.author)}} if request.author else None,
+        "venue": {"terms": {f"{VENUE}.{FOLDED}": list(request.venue)}} if request.venue else None,
     }
 
 

@@ -7,16 +7,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from searchsvc.backends.opensearch.mapping import AUTHOR_VALUE, EXACT, FOLDED, TEXT_FIELDS, VECTOR
+from searchsvc.backends.opensearch.mapping import (
+    AUTHOR_VALUE,
+    CITATIONS,
+    EXACT,
+    FOLDED,
+    TEXT_FIELDS,
+    VECTOR,
+    VENUE,
+)
 from searchsvc.backends.opensearch.querying import MATCH_ALL, Dsl, all_of, all_words, filters, translate, year_range
-from searchsvc.core.model import FACETS, SearchRequest
+from searchsvc.core.model import FACETS, LIST_FACETS, SearchRequest
 from searchsvc.core.query import Node, as_typed, required_words, widened
 from searchsvc.core.ranking import LAST_TIER, RELATED_KEY_TERMS
 from searchsvc.settings import Settings
 
-SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers"]
-FACET_FIELDS = {"year": "year", "subject": "subjects", "author": AUTHOR_VALUE}
-FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}"}
+SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers", "publication"]
+FACET_FIELDS = {"year": "year", "subject": "subjects", "author": AUTHOR_VALUE, "venue": VENUE}
+FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}", "venue": f"{VENUE}.{FOLDED}"}
 # Values fetched per facet before the display order is applied: the cluster orders ties by
 # raw bytes, the service case-insensitively, so a few more than shown must come back.
 FACET_HEADROOM = 10
@@ -30,6 +38,7 @@ SORTS = {
     "relevance": [{"_score": "desc"}, {"year": _BY_YEAR}, {"id": "asc"}],
     "newest": [{"year": _BY_YEAR}, {"id": "asc"}],
     "oldest": [{"year": {"order": "asc", "missing": "_last"}}, {"id": "asc"}],
+    "cited": [{CITATIONS: {"order": "desc", "missing": "_last"}}, {"year": _BY_YEAR}, {"id": "asc"}],
 }
 HIGHLIGHT = {
     "pre_tags": ["<mark>"],
@@ -142,7 +151,8 @@ def selection_aggs(request: SearchRequest, settings: Settings) -> Dsl:
             "filter": year_range(request.year_from, request.year_to),
             "aggs": {"values": {"terms": {"field": "year", "size": settings.year_facet_limit}}},
         }
-    for name, wanted in (("subject", request.subject), ("author", request.author)):
+    for name in LIST_FACETS:
+        wanted = getattr(request, name)
         if wanted:
             selected[name] = {
                 "filter": {"terms": {FOLDED_FIELDS[name]: list(wanted)}},

@@ -21,11 +21,12 @@ from opensearchpy.helpers import scan, streaming_bulk
 
 from searchsvc.backends.opensearch.cluster import disk_full, failure_reason
 from searchsvc.backends.opensearch.generations import BULK_CHUNK, Generations
-from searchsvc.backends.opensearch.mapping import CONTENT_KEY, EMBEDDED, VECTOR
+from searchsvc.backends.opensearch.mapping import CITATIONS, CONTENT_KEY, EMBEDDED, FIRST_DAY, LAST_DAY, VECTOR, VENUE
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.core.errors import RebuildFailed, StorageFull
 from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory
+from searchsvc.core.publication import Publication, date_bounds
 from searchsvc.semantic.embedding import embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
@@ -57,6 +58,12 @@ def paper_key(paper: Paper) -> bytes:
     return content_key(paper_text(paper.title, paper.abstract))
 
 
+def searched_publication(found: Publication) -> Dsl:
+    """The publication's values the cluster filters, counts and sorts by (mapping.VENUE and the rest)."""
+    first, last = date_bounds(found.date) if found.date else (None, None)
+    return {VENUE: found.venue or None, FIRST_DAY: first, LAST_DAY: last, CITATIONS: found.citations}
+
+
 def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
     """Each paper's document, with its content key, and its vector when the store has one (read
     from the store's files that hold them: an add's new papers do not read the whole store)."""
@@ -64,7 +71,7 @@ def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
     keys = np.array([paper_key(paper) for paper in listed], dtype=f"S{KEY_BYTES}")
     vectors, found = find(store, keys)
     for paper, key, vector, known in zip(listed, keys, vectors, found, strict=True):
-        document = {**paper.stored(), CONTENT_KEY: key.hex()}
+        document = {**paper.stored(), **searched_publication(paper.publication), CONTENT_KEY: key.hex()}
         if known:
             document.update(vector_fields(vector))
         yield document

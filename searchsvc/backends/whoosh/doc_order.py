@@ -3,7 +3,8 @@
 A rebuild numbers documents newest first, but an update (`updates.py`) appends its
 papers as a new segment and marks the papers it replaces as deleted, so document numbers
 no longer follow the catalogue. Ties between equal scores, the `newest` and `oldest` sorts
-all go by these arrays instead, computed once per generation from the segments' ids and years:
+(and `cited`) all go by these arrays instead, computed once per generation from the segments' ids,
+years and citation counts:
 the same order either way (`core.paper.catalogue_key`), so an updated generation ranks
 exactly as a rebuild of the same papers.
 """
@@ -29,6 +30,7 @@ class DocOrder:
     rank: Ints  # document number → place newest first among live papers (deleted: past the end)
     by_newest: Ints  # live document numbers, newest first
     by_oldest: Ints  # live document numbers, oldest first
+    by_cited: Ints  # live document numbers, most cited first (unknown counts last), ties newest first
 
     @property
     def deleted(self) -> list[int]:
@@ -44,14 +46,20 @@ class DocOrder:
                 live[np.fromiter(leaf.segment().deleted_docs(), dtype=np.int64) + offset] = False
         # Ids are ASCII (core.paper.id_problem), so their bytes sort as the strings do.
         ids = np.concatenate([segment.ids for segment in segments]) if segments else np.empty(0, dtype="S1")
-        years = np.concatenate([segment.years() for segment in segments]) if segments else np.empty(0, np.int64)
+        years, cited = (
+            np.concatenate([segment.numbers(name, missing) for segment in segments])
+            if segments
+            else np.empty(0, np.int64)
+            for name, missing in (("year", 0), ("citations", -1))
+        )
         undated = years == 0
         docs = np.flatnonzero(live)
         # core.paper.catalogue_key in numpy (lexsort's last key sorts first): undated last, then by year, then id.
         by_newest = docs[np.lexsort((ids[docs], -years[docs], undated[docs]))]
         by_oldest = docs[np.lexsort((ids[docs], years[docs], undated[docs]))]
+        by_cited = by_newest[np.argsort(-cited[by_newest], kind="stable")]  # unknown (-1) after 0
         rank = np.full(count, count, dtype=np.int64)
         rank[by_newest] = np.arange(len(by_newest))
-        for array in (live, rank, by_newest, by_oldest):
+        for array in (live, rank, by_newest, by_oldest, by_cited):
             array.setflags(write=False)
-        return cls(live, rank, by_newest, by_oldest)
+        return cls(live, rank, by_newest, by_oldest, by_cited)

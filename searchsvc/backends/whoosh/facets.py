@@ -25,7 +25,7 @@ import numpy.typing as npt
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.backends.whoosh.segment_arrays import SegmentArrays
 from searchsvc.core.facet_order import alphabetical_key, display_order, listing
-from searchsvc.core.model import FACETS, FacetValue, SearchRequest
+from searchsvc.core.model import FACETS, LIST_FACETS, FacetValue, SearchRequest
 from searchsvc.core.text import fold, folded_tails
 
 Mask = npt.NDArray[np.bool_]  # document number → in the set
@@ -169,16 +169,18 @@ class FacetIndex:
         return _Facet(table, entry_doc, entry_value, self.doc_count, self.all_docs)
 
     def filters(self, request: SearchRequest) -> Filters:
-        """Per facet, the documents its filter allows (None: that facet is not filtered)."""
-        year = self._facets["year"]
-        years = None
-        if request.year_from is not None or request.year_to is not None:
-            selected = [i for i, value in enumerate(year.values) if request.year_selected(int(value))]
-            years = year.docs(selected)
+        """Per facet, the documents its filter allows (None: that facet is not filtered); the date
+        range, which is no facet, under "date", so every facet is counted under it."""
+        year, date = self._facets["year"], self._facets["date"]
+        years = dates = None
+        if request.years:
+            years = year.docs([i for i, value in enumerate(year.values) if request.year_selected(int(value))])
+        if request.dated:
+            dates = date.docs([i for i, value in enumerate(date.values) if request.date_selected(str(value))])
         return {
             "year": years,
-            "subject": self._value_filter("subject", request.subject),
-            "author": self._value_filter("author", request.author),
+            "date": dates,
+            **{name: self._value_filter(name, getattr(request, name)) for name in LIST_FACETS},
         }
 
     def counts(
@@ -254,7 +256,7 @@ class FacetIndex:
             return _Selection(marked, {i for i in marked if facet.values[i] in bounds}, [])
         known: set[int] = set()
         unknown: list[str] = []
-        for value in request.subject if name == "subject" else request.author:
+        for value in getattr(request, name):
             found = facet.folded(value)
             if found:
                 known.update(found)

@@ -98,6 +98,7 @@ def _add(writer: PaperSegmentWriter, papers: Iterable[tuple[Paper, int]], progre
 def document(paper: Paper) -> dict[str, Any]:
     """The fields Whoosh indexes for a paper (`live_statistics` analyses the scored ones again for
     deleted papers; the word pairs only say which papers hold a phrase)."""
+    found = paper.publication
     return {
         **paper.stored(),
         **indexed_text(paper),
@@ -106,6 +107,9 @@ def document(paper: Paper) -> dict[str, Any]:
         "facet_year": _column_list([] if paper.year is None else [paper.year]),
         "facet_subject": _column_list(paper.subjects),
         "facet_author": _column_list(paper.authors),
+        "facet_venue": _column_list([found.venue] if found.venue else []),
+        "facet_date": _column_list([found.date] if found.date else []),
+        "facet_citations": _column_list([] if found.citations is None else [found.citations]),
     }
 
 

@@ -35,12 +35,21 @@ PAIR_SEPARATOR = " "  # never inside a word: the tokenizer splits at spaces
 PAIRED_ABOVE = 128
 
 # Facet name → the column holding each paper's exact values (a JSON list, so any
-# character, commas included, can be part of a value).
-FACET_COLUMNS = {"year": "facet_year", "subject": "facet_subject", "author": "facet_author"}
+# character, commas included, can be part of a value). `date` and `citations` are read by the same
+# arrays (facets.py, doc_order.py) for the date filter and the `cited` sort, and never listed.
+FACET_COLUMNS = {
+    "year": "facet_year",
+    "subject": "facet_subject",
+    "author": "facet_author",
+    "venue": "facet_venue",
+    "date": "facet_date",
+    "citations": "facet_citations",
+}
 
-# 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids in a column (doc_order.py), no oldest-rank
-# column; 7: stored `identifiers` (arXiv id, DOI, URL)
-SCHEMA_VERSION = 9
+# 10: stored `publication` (venue, date, citations, ORCID iDs), the venue facet, date and citation
+# columns; 9: word pairs of the unstemmed fields
+# (PAIR_FIELDS); 8: ids in a column (doc_order.py), no oldest-rank column; 7: stored `identifiers`
+SCHEMA_VERSION = 10
 
 
 class SnowballStemFilter(Filter):
@@ -138,7 +147,11 @@ def build_schema() -> Schema:
         subjects=STORED(),
         authors=STORED(),
         identifiers=STORED(),  # Paper.stored(): shown and exported, never searched
+        publication=STORED(),  # Paper.stored(): venue, date, citations and ORCID iDs, shown and exported
         facet_year=COLUMN(VarBytesColumn()),
         facet_subject=COLUMN(VarBytesColumn()),
         facet_author=COLUMN(VarBytesColumn()),
+        facet_venue=COLUMN(VarBytesColumn()),
+        facet_date=COLUMN(VarBytesColumn()),
+        facet_citations=COLUMN(VarBytesColumn()),
     )

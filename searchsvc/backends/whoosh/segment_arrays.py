@@ -50,12 +50,12 @@ class SegmentArrays:
     def doc_count(self) -> int:
         return len(self.ids)
 
-    def years(self) -> npt.NDArray[np.int64]:
-        """Document number → its year, 0 when undated."""
-        year = self.facets["year"]
-        years = np.zeros(self.doc_count, dtype=np.int64)
-        years[year.doc] = np.array(year.values, dtype=np.int64)[year.value] if year.values else 0
-        return years
+    def numbers(self, name: str, missing: int = 0) -> npt.NDArray[np.int64]:
+        """Document number → its value of the whole-number facet `name` (year, citations), or `missing`."""
+        entries = self.facets[name]
+        found = np.full(self.doc_count, missing, dtype=np.int64)
+        found[entries.doc] = np.array(entries.values, dtype=np.int64)[entries.value] if entries.values else missing
+        return found
 
 
 def leaves(reader: IndexReader) -> list[tuple[IndexReader, int]]:

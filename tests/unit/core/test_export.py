@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from importlib.metadata import distribution
 from pathlib import Path
 
 import bibtexparser
@@ -13,10 +14,12 @@ import pytest
 import rispy
 from hypothesis import given
 from hypothesis import strategies as st
+from jsonschema import Draft3Validator
 
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, id_problem
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import one_line
 from searchsvc.ingest.fields import distinct
 from searchsvc.ingest.sources import read_records
@@ -83,12 +86,16 @@ def test_formats_are_registered_by_name() -> None:
         "bibtex": ("bibtex", "application/x-bibtex; charset=utf-8", "bib"),
         "csv": ("csv", "text/csv; charset=utf-8", "csv"),
         "jsonl": ("jsonl", "application/x-ndjson; charset=utf-8", "jsonl"),
+        "csljson": ("csljson", "application/vnd.citationstyles.csl+json; charset=utf-8", "json"),
         "ris": ("ris", "application/x-research-info-systems; charset=utf-8", "ris"),
     }
 
 
-@pytest.mark.parametrize(("name", "header_chunks"), [("bibtex", 0), ("csv", 1), ("jsonl", 0), ("ris", 0)])
-def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "header_chunks", "closing_chunks"),
+    [("bibtex", 0, 0), ("csljson", 0, 1), ("csv", 1, 0), ("jsonl", 0, 0), ("ris", 0, 0)],
+)
+def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int, closing_chunks: int) -> None:
     taken: list[str] = []
 
     def papers() -> Iterator[Paper]:
@@ -100,8 +107,8 @@ def test_writers_stream_one_chunk_per_paper(name: str, header_chunks: int) -> No
     for _ in range(header_chunks + 1):
         next(chunks)
     assert taken == ["First"]  # lazy: nothing read ahead of what was sent
-    assert len(list(chunks)) == 2
-    assert len(list(EXPORT_FORMATS[name].write([]))) == header_chunks
+    assert len(list(chunks)) == 2 + closing_chunks
+    assert len(list(EXPORT_FORMATS[name].write([]))) == max(header_chunks, closing_chunks)
 
 
 def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
@@ -121,6 +128,11 @@ def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
         "doi",
         "arxiv",
         "url",
+        "venue",
+        "date",
+        "citations",
+        "citations_source",
+        "orcids",
     ]
     path = tmp_path / "export.jsonl"
     path.write_text(text, encoding="utf-8")
@@ -134,7 +146,10 @@ def test_jsonl_is_the_reader_input_format(tmp_path: Path) -> None:
 def test_csv_has_a_header_and_joins_lists() -> None:
     rows = list(csv.reader(io.StringIO(export("csv", paper(), paper("Undated", year=None, authors=[])), newline="")))
     assert rows == [
-        ["id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"],
+        [
+            *("id", "title", "year", "subjects", "authors", "abstract", "doi", "arxiv", "url"),
+            *("venue", "date", "citations", "citations_source"),
+        ],
         [
             "p1",
             "Compositional Generalization",
@@ -142,11 +157,9 @@ def test_csv_has_a_header_and_joins_lists() -> None:
             "cs.CL; cs.LG",
             "Maxim Naumov; Zoë Müller",
             "An abstract.",
-            "",
-            "",
-            "",
+            *[""] * 7,
         ],
-        ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract.", "", "", ""],
+        ["p1", "Undated", "", "cs.CL; cs.LG", "", "An abstract.", *[""] * 7],
     ]
 
 
@@ -166,7 +179,7 @@ def test_csv_cells_cannot_start_a_formula(start: str) -> None:
     text = export("csv", paper(formula, id=formula, abstract=formula, subjects=[formula], authors=[formula, "B"]))
     row = list(csv.reader(io.StringIO(text, newline="")))[1]
     quoted = "'" + formula
-    assert row == [quoted, quoted, "2020", quoted, quoted + "; B", quoted, "", "", ""]
+    assert row == [quoted, quoted, "2020", quoted, quoted + "; B", quoted, *[""] * 7]
 
 
 # Texts as readers store them (whitespace folded), starting with what a spreadsheet runs or the mark itself.
@@ -395,3 +408,104 @@ def test_no_text_starts_a_ris_tag_of_its_own(
     (record,) = rispy.loads(export("ris", exported))
     assert record["title"] == " ".join((title + injected).split())
     assert record.get("abstract", "") == " ".join((abstract + injected).split())
+
+
+# Venue, date, citations and ORCID iDs (issue #31) ------------------------------------------------
+
+
+def published(exported: Paper, venue: str, date: str) -> Paper:
+    orcids = {"Maxim Naumov": "0000-0002-1825-0097"}
+    return replace(exported, publication=Publication.of(venue, date, 394, "OpenAlex", orcids))
+
+
+def test_every_export_keeps_venue_date_citations_and_orcids_and_re_imports_them(tmp_path: Path) -> None:
+    papers = [
+        identified(published(paper(id="j1"), "Physical Review D", "2020-04-02")),
+        published(paper("A Workshop Paper", id="w1"), "Proceedings of the Workshop on Tests", "2020-06"),
+        paper("Nothing Known", id="n1", year=None),
+    ]
+    for name in ("jsonl", "csv", "ris"):
+        path = tmp_path / f"export.{name}"
+        path.write_text(export(name, *papers), encoding="utf-8")
+        read = list(read_records([path], pytest.fail))
+        kept = [p.publication for p in read]
+        if name != "jsonl":  # CSV and RIS have no place for ORCID iDs; RIS none for citations
+            papers_kept = [replace(p.publication, orcids={}) for p in papers]
+            if name == "ris":
+                papers_kept = [replace(p, citations=None, citations_source="") for p in papers_kept]
+        else:
+            papers_kept = [p.publication for p in papers]
+        assert kept == papers_kept, name
+
+
+def test_bibtex_and_ris_say_what_kind_of_work_a_paper_is_by_its_venue() -> None:
+    journal = published(paper(id="j1"), "Physical Review D", "2020-04-02")
+    workshop = published(paper("A Workshop Paper", id="w1"), "Proceedings of the Workshop on Tests", "2020-06")
+    preprint = published(paper("A Preprint", id="p2"), "arXiv", "2020")
+    library = bibtexparser.parse_string(export("bibtex", journal, workshop, preprint))
+    assert library.failed_blocks == []
+    kinds = [(e.entry_type, e.fields_dict.get("journal"), e.fields_dict.get("booktitle")) for e in library.entries]
+    values = [(kind, getattr(j, "value", None), getattr(b, "value", None)) for kind, j, b in kinds]
+    assert values == [
+        ("article", "Physical Review D", None),
+        ("inproceedings", None, "Proceedings of the Workshop on Tests"),
+        ("misc", None, None),
+    ]
+    assert [e.fields_dict["date"].value if "date" in e.fields_dict else None for e in library.entries] == [
+        "2020-04-02",
+        "2020-06",
+        None,  # a year alone is the year field
+    ]
+    records = rispy.loads(export("ris", journal, workshop, preprint))
+    assert [(r["type_of_reference"], r.get("secondary_title"), r.get("date")) for r in records] == [
+        ("JOUR", "Physical Review D", "2020/04/02"),
+        ("CPAPER", "Proceedings of the Workshop on Tests", "2020/06"),
+        ("GEN", "arXiv", None),
+    ]
+
+
+# CSL-JSON ------------------------------------------------------------------------------------------
+
+
+def csl_schema() -> dict:
+    """The CSL-JSON schema (draft 3) of citation-style-language/schema, as csl-data ships it."""
+    return json.loads(distribution("csl-data").locate_file("csl_data/csl-data.json").read_text(encoding="utf-8"))
+
+
+def test_csl_json_validates_against_the_csl_schema_and_says_what_each_paper_is() -> None:
+    schema = csl_schema()
+    Draft3Validator.check_schema(schema)
+    papers = [
+        identified(
+            published(paper(authors=["Maxim Naumov", "Plato", "Perlis, A. J."]), "Physical Review D", "2020-04-02")
+        ),
+        published(paper("A Workshop Paper", id="w1"), "Proceedings of the Workshop on Tests", "2020-06"),
+        paper(NASTY_TITLE, id="n1", year=None, abstract="", subjects=[], authors=[]),
+    ]
+    document = json.loads(export("csljson", *papers))
+    assert list(Draft3Validator(schema).iter_errors(document)) == []
+    journal, workshop, nasty = document
+    assert journal == {
+        "id": "p1",
+        "type": "article-journal",
+        "title": "Compositional Generalization",
+        "author": [
+            {"family": "Naumov", "given": "Maxim"},
+            {"literal": "Plato"},
+            {"family": "Perlis", "given": "A. J."},
+        ],
+        "container-title": "Physical Review D",
+        "issued": {"date-parts": [[2020, 4, 2]]},
+        "abstract": "An abstract.",
+        "keyword": "cs.CL, cs.LG",
+        "DOI": "10.1145/3394486.3403059",
+        "URL": "https://example.org/p?a=1&b=2",
+        "number": "arXiv:2104.05158",
+        "note": "searchsvc id: p1",
+    }
+    assert (workshop["type"], workshop["issued"]) == ("paper-conference", {"date-parts": [[2020, 6]]})
+    assert nasty == {"id": "n1", "type": "article", "title": NASTY_TITLE, "note": "searchsvc id: n1"}
+    assert json.loads(export("csljson")) == []
+    # The validator is not a formality: a wrong type or date is caught.
+    assert list(Draft3Validator(schema).iter_errors([{**journal, "type": "preprint"}]))
+    assert list(Draft3Validator(schema).iter_errors([{**journal, "issued": {"date-parts": "2020-04-02"}}]))

@@ -9,7 +9,9 @@ import pytest
 
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
+from searchsvc.core.publication import Publication
 from searchsvc.ingest.arxiv_atom import MAX_ENTRY_CHARS, read_arxiv_atom
+from searchsvc.ingest.journal_ref import journal_ref_venue
 from tests.helpers.paths import SOURCE_SAMPLES
 from tests.helpers.records import BILLION_LAUGHS
 
@@ -28,6 +30,45 @@ def test_real_api_response() -> None:
     assert second.authors == ["David Prendergast", "M. Nolan", "J. C. Greer"]  # affiliations are not names
     assert second.subjects == ["cond-mat.str-el"]
     assert second.identifiers.arxiv == "cond-mat/0102536"
+    # the journal of journal_ref, and the first version's date (`published`, not `updated`)
+    assert first.publication == Publication(venue="JETP Lett.", date="2007-10-10")
+    assert second.publication == Publication(venue="J. Chem. Phys.", date="2001-02-28")
+
+
+@pytest.mark.parametrize(
+    "journal_ref, venue",
+    [
+        ("JETP Lett.86:559-561,2008", "JETP Lett."),
+        ("J. Chem. Phys. 115, 1626 (2001)", "J. Chem. Phys."),
+        ("Phys.Rev.D76:013009,2007", "Phys.Rev.D"),
+        ("Software: Practice and Experience 51 (8), 2021", "Software: Practice and Experience"),
+        ("Int.J.Mod.Phys.A22:4587-4599,2007", "Int.J.Mod.Phys.A"),
+        ("JHEP 0709:001,2007", "JHEP"),
+        ("Phys. Rev. Lett. 99, 021802 (2007); Erratum-ibid. 100, 019901 (2008)", "Phys. Rev. Lett."),
+        ("J. Stat. Mech. (2007) P10001", "J. Stat. Mech."),
+        ("Nature, vol. 521, pp. 436-444, 2015", "Nature"),
+        ("A&A 471, L1 (2007)", "A&A"),
+        (
+            "Proc. of the 23rd Int. Conf. on Machine Learning (ICML 2006), pp. 1-8",
+            "Proc. of the 23rd Int. Conf. on Machine Learning",
+        ),
+        ("F1000Research 5, 123 (2016)", "F1000Research"),
+        # nothing before the number reads as a name: the whole line
+        ("Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing, 1-10", None),
+        ("2019 IEEE International Conference on Robotics and Automation (ICRA)", None),
+        ("Physical Review D", None),
+        ("  JETP Lett.\n  86:559-561,2008 ", "JETP Lett."),
+        ("", ""),
+    ],
+)
+def test_the_venue_of_a_journal_ref(journal_ref: str, venue: str | None) -> None:
+    assert journal_ref_venue(journal_ref) == (venue if venue is not None else journal_ref)
+
+
+def test_an_entry_without_journal_ref_or_published(write) -> None:
+    path = write("f.atom", FEED.format("<entry><title>T</title><updated>2008-01-02T00:00:00Z</updated></entry>"))
+    (paper,) = read_arxiv_atom(path, lambda m: None)
+    assert (paper.year, paper.publication) == (2008, Publication(date="2008"))  # the update's year, not its date
 
 
 @pytest.mark.reliability

@@ -8,6 +8,7 @@ import pytest
 
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
+from searchsvc.core.publication import Publication
 from searchsvc.ingest.arxiv_oai import read_arxiv_oai
 from tests.helpers.paths import SOURCE_SAMPLES
 
@@ -20,6 +21,15 @@ def test_real_snapshot_records() -> None:
     assert first.abstract.startswith("A fully differential calculation") and "\n" not in first.abstract
     assert first.identifiers == Identifiers("0704.0001", "10.1103/physrevd.76.013009", "")
     assert (second.year, second.subjects, second.authors) == (2021, ["cs.DS", "cs.MS"], ["Daniel Lemire"])
+    # the journal of journal-ref, and the first version's date (not update_date, the last change)
+    assert first.publication == Publication(venue="Phys.Rev.D", date="2007-04-02")
+    assert second.publication == Publication(venue="Software: Practice and Experience", date="2021-01-11")
+
+
+def test_a_record_without_versions_has_the_update_year_only(write) -> None:
+    record = {"id": "0704.0001", "title": "T", "update_date": "2008-11-26", "journal-ref": "Phys. Rev. D 76, 1"}
+    (paper,) = read_arxiv_oai(write("s.jsonl", json.dumps(record) + "\n"), lambda m: None)
+    assert (paper.year, paper.publication) == (2008, Publication(venue="Phys. Rev. D", date="2008"))
 
 
 @pytest.mark.parametrize(
@@ -30,6 +40,7 @@ def test_real_snapshot_records() -> None:
         ({"id": "0704.0001", "title": "T", "versions": [{"created": "someday"}]}, "'versions' must hold a year"),
         ({"id": "0704.0001", "title": "T", "authors_parsed": "Doe, J."}, "'authors_parsed' must be a list"),
         ({"id": "0704.0001", "title": 5}, "'title' must be a string"),
+        ({"id": "0704.0001", "title": "T", "journal-ref": ["J"]}, "'journal-ref' must be a string"),
     ],
 )
 def test_malformed_records_name_their_line(write, record, problem: str) -> None:

@@ -10,6 +10,7 @@ from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
+from searchsvc.core.publication import Publication
 from searchsvc.ingest.bibtex import MAX_ENTRY_CHARS, read_bibtex
 from searchsvc.ingest.profile import read_profile
 from tests.helpers.paths import SEEDS, SOURCE_SAMPLES
@@ -32,6 +33,9 @@ def test_real_arxiv_export() -> None:
     assert second.authors == ["Daniel Lemire"] and second.subjects == ["cs.DS", "cs.MS"]
     assert second.identifiers == Identifiers("2101.11408", "10.1002/spe.2984", "https://arxiv.org/abs/2101.11408")
     assert [str(p.sources[0]) for p in papers] == [f"{SOURCE_SAMPLES / 'arxiv-export.bib'}:{n}" for n in (1, 11)]
+    # arXiv's @misc has no venue; the year is all either entry says of the date
+    assert first.publication == Publication(date="2007")
+    assert second.publication == Publication(venue="Software: Practice and Experience", date="2021")
 
 
 def test_latex_names_macros_and_dates(write) -> None:
@@ -51,6 +55,66 @@ def test_latex_names_macros_and_dates(write) -> None:
         "Line one line two.",
         ["deep learning", "graphs", "cs.LG"],
     )
+    assert paper.publication == Publication(venue="IEEE", date="2019-05-01")  # biblatex's date over the month
+
+
+@pytest.mark.parametrize(
+    "fields, venue, date",
+    [
+        ("year = 2021, month = jun", "", "2021-06"),  # BibTeX's month macro
+        ("year = 2021, month = JUN, day = 29", "", "2021-06-29"),
+        ("year = {2021}, month = {June}, day = {29}", "", "2021-06-29"),
+        ('year = "2021", month = "6"', "", "2021-06"),
+        ("year = 2021, month = jun, day = 31", "", "2021-06"),
+        ("date = {2021-06-29}", "", "2021-06-29"),  # biblatex: the year from it too
+        ("date = {2021-06-01/2021-06-30}, year = 2021", "", "2021-06-01"),
+        ("year = 2021, journal = {J. Chem. Phys.}, booktitle = {B}", "J. Chem. Phys.", "2021"),
+        (
+            "year = 2021, journaltitle = {Software: Practice and Experience}",
+            "Software: Practice and Experience",
+            "2021",
+        ),
+        ("year = 2021, booktitle = {Proc. of {KDD} \\& Friends}", "Proc. of KDD & Friends", "2021"),
+        ("", "", ""),
+    ],
+)
+def test_venue_and_date(write, fields: str, venue: str, date: str) -> None:
+    warnings: list[str] = []
+    (paper,) = read(write("d.bib", f"@article{{k, title = {{T}}, {fields}}}\n"), warnings)
+    assert paper.publication == Publication(venue=venue, date=date)
+    assert paper.year == (int(date[:4]) if date else None) and warnings == []
+
+
+def test_a_date_or_month_that_cannot_be_read_is_left_out_with_a_warning(write) -> None:
+    path = write(
+        "d.bib",
+        "@misc{a, title = {A}, date = {2021?}, month = {March}}\n"
+        "@misc{b, title = {B}, year = 2021, month = {Spring}}\n"
+        "@misc{c, title = {C}, year = 2021, month = foo}\n",
+    )
+    warnings: list[str] = []
+    a, b, c = read(path, warnings)
+    assert (a.year, a.publication.date) == (2021, "2021-03")  # the year and month fields, then
+    assert (b.publication.date, c.publication.date) == ("2021", "2021")
+    assert warnings == [
+        f'{path}:1: entry "a": date "2021?" is not a date; ignored',
+        f'{path}:2: entry "b": month "Spring" is not a month; ignored',
+        f'{path}:3: entry "c": month "foo" is not a month; ignored',
+        f'{path}:3: entry "c": month uses foo, which no @string above defines; kept as written',
+    ]
+
+
+def test_a_date_of_another_year_than_the_year_is_left_out(write) -> None:
+    path = write("d.bib", "@article{k, title = {T}, year = 2008, date = {2007-10-10}}\n")
+    warnings: list[str] = []
+    (paper,) = read(path, warnings)
+    assert (paper.year, paper.publication.date) == (2008, "2008")
+    assert warnings == [f'{path}:1: entry "k": date 2007-10-10 is not in the year 2008; ignored']
+
+
+def test_an_at_string_may_redefine_a_month(write) -> None:
+    (paper,) = read(write("d.bib", '@string{jun = "7"}\n@misc{k, title = {T}, year = 2021, month = jun}\n'))
+    assert paper.publication.date == "2021-07"
 
 
 def test_accents_and_letter_commands_at_the_start_of_a_name(write) -> None:
@@ -101,14 +165,14 @@ def test_hash_joins_texts_numbers_and_macros(write) -> None:
     a, b = read(path, warnings)
     assert (a.title, a.abstract) == ("Foo Bar", "Proc. of X 2020 on 42")
     assert (b.title, b.authors, b.year) == ("Baz Proc. of X", ["A B"], 2020)
-    assert warnings == []  # `jan` is no @string of the file, but the month is not read
+    assert warnings == []  # `jan` is no @string of the file: it is BibTeX's own month macro
 
 
 def test_what_cannot_be_joined_is_kept_as_written_with_a_warning(write) -> None:
     path = write(
         "unresolved.bib",
         '@misc{k,\n  title = conf2 # " 2020"}\n@string{late = "x" # nope}\n'
-        "@misc{j, title = {T} # late, note = {a} {b}, journal = undefined}\n",
+        "@misc{j, title = {T} # late, note = {a} {b}, publisher = undefined}\n",
     )
     warnings: list[str] = []
     k, j = read(path, warnings)
@@ -146,7 +210,14 @@ def test_our_export_reimports_to_the_same_papers(tmp_path: Path) -> None:
             arxiv="2101.11408v2", doi_text="10.1002/SPE.2984", url="https://example.org/a?b=1&c=2"
         ),
     )
-    originals = [*seeds, odd]
+    published = Paper(
+        id="published-1",
+        title="Published",
+        abstract="",
+        year=2020,
+        publication=Publication(venue="Software: Practice & Experience", date="2020-08-23"),
+    )
+    originals = [*seeds, odd, published]
     path = tmp_path / "export.bib"
     path.write_text("".join(EXPORT_FORMATS["bibtex"].write(originals)), encoding="utf-8")
     back = read(path)
@@ -161,6 +232,7 @@ def test_our_export_reimports_to_the_same_papers(tmp_path: Path) -> None:
             before.identifiers,
         )
         assert after.subjects == before.subjects
+        assert after.publication == before.publication  # (no citations or ORCID iDs: BibTeX has no field for them)
 
 
 @pytest.mark.parametrize(

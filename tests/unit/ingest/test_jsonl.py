@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from searchsvc.core.errors import SourceFormatError
-from searchsvc.core.paper import paper_id_for_title
+from searchsvc.core.export import EXPORT_FORMATS
+from searchsvc.core.paper import Paper, paper_id_for_title
+from searchsvc.core.publication import Publication
 from searchsvc.ingest.jsonl import read_jsonl
 from tests.helpers.paths import SHARED_ACL
 from tests.helpers.records import jsonl
@@ -40,6 +42,68 @@ def test_reads_fields_and_ignores_extras(write) -> None:
     assert (second.id, second.abstract, second.year, second.subjects, second.authors) == ("7", "", 1999, [], [])
 
 
+def test_reads_the_publication(write) -> None:
+    record = {
+        **RECORD,
+        "venue": " Proceedings of\nACL ",
+        "date": "2016-08-07",
+        "citations": 12,
+        "citations_source": "OpenAlex",
+        "orcids": {"Zoë Müller": "https://orcid.org/0000-0002-1825-0097", "Perlis, A. J.": None},
+    }
+    nulls = {
+        "title": "Second",
+        "venue": None,
+        "date": None,
+        "citations": None,
+        "citations_source": None,
+        "orcids": None,
+    }
+    first, second = read(write("r.jsonl", jsonl([record, nulls])))
+    assert first.publication == Publication(
+        "Proceedings of ACL", "2016-08-07", 12, "OpenAlex", {"Zoë Müller": "0000-0002-1825-0097"}
+    )
+    assert (second.year, second.publication) == (None, Publication())
+    (dated,) = read(write("d.jsonl", jsonl([{"title": "T", "date": "2021-06"}])))
+    assert (dated.year, dated.publication.date) == (2021, "2021-06")  # no year: the date's
+
+
+def test_values_that_are_not_valid_are_left_out_with_a_warning(write) -> None:
+    record = {
+        "title": "T",
+        "year": 2021,
+        "authors": ["Ada"],
+        "date": "2021-02-30",
+        "citations": -3,
+        "citations_source": "OpenAlex",
+        "orcids": {"Ada": "0000-0002-1825-0098", "Bob": "0000-0002-1825-0097"},
+    }
+    path = write("r.jsonl", jsonl([record, {"title": "U", "year": 2021, "date": "2020-01"}]))
+    warnings: list[str] = []
+    first, second = read_jsonl(path, warnings.append)
+    assert (first.publication, second.publication) == (Publication(date="2021"), Publication(date="2021"))
+    assert warnings == [
+        f"{path}:1: 'date' \"2021-02-30\" is not a date; ignored",
+        f"{path}:1: 'citations' -3 is not a count; ignored",
+        f'{path}:1: \'orcids\' of "Ada": "0000-0002-1825-0098" is not an ORCID iD; ignored',
+        f"{path}:1: 'orcids' names \"Bob\", who is not one of the 'authors'; ignored",
+        f"{path}:2: date 2020-01 is not in the year 2021; ignored",
+    ]
+
+
+def test_our_export_reimports_the_publication(write) -> None:
+    paper = Paper(
+        "p-1",
+        "T",
+        "",
+        2018,
+        authors=["Heather A. Piwowar", "Jason Priem"],
+        publication=Publication("PeerJ", "2018-02-13", 394, "OpenAlex", {"Heather A. Piwowar": "0000-0003-1613-5981"}),
+    )
+    (back,) = read(write("e.jsonl", "".join(EXPORT_FORMATS["jsonl"].write([paper]))))
+    assert (back.year, back.authors, back.publication) == (paper.year, paper.authors, paper.publication)
+
+
 def test_blank_lines_skipped_and_line_numbers_kept(write) -> None:
     path = write("r.jsonl", "\n" + jsonl([RECORD]) + "   \n" + jsonl([dict(RECORD, id="b")]))
     assert [str(p.sources[0]) for p in read(path)] == [f"{path}:2", f"{path}:4"]
@@ -64,6 +128,20 @@ def test_missing_id_is_derived_from_the_title(write) -> None:
         ('{"id": "x", "title": "T", "authors": "Ada"}', "'authors' must be a list of strings, found \"Ada\""),
         ('{"id": "x", "title": "T", "categories": [1]}', "'categories' must be a list of strings, found [1]"),
         ('{"id": ["x"], "title": "T"}', "'id' must be a string or an integer, found [\"x\"]"),
+        ('{"title": "T", "venue": ["ACL"]}', "'venue' must be a string, found [\"ACL\"]"),
+        ('{"title": "T", "date": 2021}', "'date' must be a string, found 2021"),
+        ('{"title": "T", "citations": "12"}', "'citations' must be a whole number or null, found \"12\""),
+        ('{"title": "T", "citations": 1.5}', "'citations' must be a whole number or null, found 1.5"),
+        ('{"title": "T", "citations": true}', "'citations' must be a whole number or null, found true"),
+        ('{"title": "T", "citations_source": 1}', "'citations_source' must be a string, found 1"),
+        (
+            '{"title": "T", "orcids": ["0000-0002-1825-0097"]}',
+            "'orcids' must be an object of author name: ORCID iD, or null, found [\"0000-0002-1825-0097\"]",
+        ),
+        (
+            '{"title": "T", "orcids": {"Ada": 5}}',
+            "'orcids' must be an object of author name: ORCID iD, or null, found {\"Ada\": 5}",
+        ),
         ("[" * 100_000, "JSON nested too deeply"),
         (
             '{"id": "x", "title": "T", "abstract": "a \\ud800 b"}',

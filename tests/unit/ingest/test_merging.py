@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,7 @@ import pytest
 from searchsvc.core.catalogue import JournalEntry
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, catalogue_key, paper_id_for_title
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import normalise_title
 from searchsvc.host import ScratchFolder
 from searchsvc.ingest.collection import SCRATCH_PREFIX
@@ -266,3 +269,35 @@ def test_a_replayed_change_keeps_within_the_limits_of_the_rebuild_that_replays_i
     assert (replayed.changes, replayed.added, replayed.removed) == (2, 2, 1)
     assert any(w.startswith("s.jsonl:2: title of 41 characters cut to 20") for w in warnings), warnings
     assert any(w.startswith("s.jsonl:2: abstract of 100 characters cut to 30") for w in warnings), warnings
+
+
+def test_merging_keeps_the_most_precise_date_a_published_venue_the_largest_count_and_every_orcid() -> None:
+    """Issue #31: a preprint's record and its journal version's are one paper with the best of each."""
+    preprint = _record(1, "a", "Preprint title", arxiv="1906.00091")
+    preprint.year = 2019
+    preprint.publication = Publication.of("arXiv", "2019-06", 12, "Semantic Scholar", {"A1": "0000-0002-1825-0097"})
+    journal = _record(2, "", "Published title", arxiv="1906.00091v2")
+    journal.year = 2019
+    journal.publication = Publication.of("Physical Review D", "2019", 394, "OpenAlex", {"A2": "0000-0003-1613-5981"})
+    later = _record(3, "", "Published title", arxiv="1906.00091")
+    later.year = 2019
+    later.publication = Publication.of("CoRR", "2019")
+    for records in ([preprint, journal, later], [later, journal, preprint]):
+        merged = next(iter(merge_records(records, lambda m: None)))
+        found = merged.publication
+        assert (found.venue, found.date, found.citations, found.citations_source) == (
+            "Physical Review D",
+            "2019-06",
+            394,
+            "OpenAlex",
+        )
+        assert found.orcids == {"A1": "0000-0002-1825-0097", "A2": "0000-0003-1613-5981"}
+
+
+def test_a_journal_written_before_papers_had_a_publication_still_reads() -> None:
+    """The change journal and merge states hold `Paper.encoded()` text: old entries have 8 parts."""
+    paper = _record(1, "a", "Title", doi_text="10.5555/x")
+    paper.publication = Publication.of("Venue", "2020-01-02", 3, "OpenAlex", {"A1": "0000-0002-1825-0097"})
+    assert Paper.decoded(paper.encoded()) == paper
+    old = json.dumps(json.loads(paper.encoded())[:8])
+    assert Paper.decoded(old) == replace(paper, publication=Publication())

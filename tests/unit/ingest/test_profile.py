@@ -9,6 +9,7 @@ import pytest
 
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.paper import paper_id_for_title
+from searchsvc.core.publication import Publication
 from searchsvc.ingest.profile import read_profile
 from tests.helpers.paths import SEEDS
 from tests.helpers.records import profile_page
@@ -34,6 +35,7 @@ def test_seed_pages_read_exactly() -> None:
     assert first.abstract.endswith("https://github.com/NVIDIA-NeMo/Emerging-Optimizers")
     assert str(first.sources[0]) == f"{path}:9"
     assert first.id == paper_id_for_title(first.title)
+    assert first.publication == Publication(date="2026")  # the year is all a page says of it
     # The page says "At least 19" but holds 18: a warning naming the line, not a failure.
     assert warnings == [f"{path}:7: page states 19 records, found 18"]
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.core.errors import SourceFormatError
+from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.core.identifiers import Identifiers
+from searchsvc.core.paper import Paper
+from searchsvc.core.publication import Publication
 from searchsvc.ingest.table import read_table
 from tests.helpers.paths import SOURCE_SAMPLES
 
@@ -23,6 +26,52 @@ def test_excel_saved_csv() -> None:
     assert second.authors == ["C. Balázs", "E. L. Berger", "P. M. Nadolsky", "C. -P. Yuan"] and second.abstract == ""
     assert second.identifiers.doi == "10.1103/physrevd.76.013009"
     assert warnings == [] and str(second.sources[0]).endswith("spreadsheet.csv:3")
+    assert first.publication == Publication(venue="Software: Practice and Experience", date="2021")
+    assert second.publication == Publication(venue="Physical Review D", date="2007-04-02")  # citations: empty
+
+
+def test_venue_date_and_citations_columns(write) -> None:
+    path = write(
+        "p.csv",
+        "Title,Journal,BookTitle,Date,Citations,Citations_Source\n"
+        "A,J. Chem. Phys.,B,2001-02-28,12,Crossref\n"
+        "B,,Proc. of KDD,2020-08,7,\n"
+        "C,,,2019,,Crossref\n",
+    )
+    a, b, c = read_table(path, lambda m: None)
+    assert a.publication == Publication("J. Chem. Phys.", "2001-02-28", 12, "Crossref")
+    assert b.publication == Publication("Proc. of KDD", "2020-08", 7, "")  # who counted: not said
+    assert c.publication == Publication(date="2019")  # a source without a count is nothing
+    assert (a.year, b.year, c.year) == (2001, 2020, 2019)  # the year from the date
+
+
+def test_bad_date_and_count_are_dropped_with_a_warning_and_another_year_too(write) -> None:
+    path = write("p.csv", "title,year,date,citations\nA,2021,02/04/2021,1.5k\nB,2021,2020-06-01,3\n")
+    warnings: list[str] = []
+    a, b = read_table(path, warnings.append)
+    assert (a.publication, a.year) == (Publication(date="2021"), 2021)
+    assert (b.publication, b.year) == (Publication(date="2021", citations=3), 2021)
+    assert warnings == [
+        f'{path}:2: date "02/04/2021" is not a date; ignored',
+        f'{path}:2: citations "1.5k" is not a count; ignored',
+        f"{path}:3: date 2020-06-01 is not in the year 2021; ignored",
+    ]
+
+
+def test_our_csv_export_reimports_the_publication(write) -> None:
+    paper = Paper(
+        "p-1",
+        "T",
+        "",
+        2018,
+        authors=["Heather A. Piwowar"],
+        publication=Publication("PeerJ", "2018-02-13", 394, "OpenAlex", {"Heather A. Piwowar": "0000-0003-1613-5981"}),
+    )
+    (back,) = read_table(write("e.csv", "".join(EXPORT_FORMATS["csv"].write([paper]))), lambda m: None)
+    assert (back.year, back.publication) == (
+        2018,
+        Publication("PeerJ", "2018-02-13", 394, "OpenAlex"),
+    )  # no ORCID column
 
 
 def test_tsv_with_ids_and_quoted_newlines(write) -> None:

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from searchsvc.core.model import SearchRequest, SearchResult
-from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, year_range_label
+from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, range_label
 
 
 def links(**wanted: object) -> SearchLinks:
@@ -97,10 +97,10 @@ def test_chips_each_remove_one_filter() -> None:
     assert query(chips[2].remove)["subject"] == ["cs.LG"]
 
 
-def test_year_range_labels() -> None:
-    assert year_range_label(2020, 2020) == "2020"
-    assert year_range_label(2019, None) == "from 2019"
-    assert year_range_label(None, 2019) == "until 2019"
+def test_range_labels() -> None:
+    assert range_label(2020, 2020) == "2020"
+    assert range_label(2019, None) == "from 2019"
+    assert range_label(None, 2019) == "until 2019"
 
 
 def test_hidden_fields_carry_what_the_form_does_not_show() -> None:

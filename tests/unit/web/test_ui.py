@@ -51,7 +51,7 @@ def test_the_query_is_echoed_escaped_everywhere(client: FlaskClient) -> None:
         ([("q", "x"), ("year_from", "2020"), ("year_to", "2019")], "year_to: Must not be before year_from (2020)."),
         ([("q", "x"), ("year_from", "soon")], "year_from: Not a valid integer."),
         ([("q", "x"), ("page", "2000")], "page: page * per_page must be at most 10000"),
-        ([("q", "x"), ("sort", "random")], "sort: Must be one of: relevance, newest, oldest."),
+        ([("q", "x"), ("sort", "random")], "sort: Must be one of: relevance, newest, oldest, cited."),
         ([("q", "x"), ("colour", "blue")], "colour: Unknown field."),
         ([("q", "x"), ("q", "y")], "q: Given more than once."),
         ([("q", "x" * 501)], "q: Longer than the maximum of 500 characters."),
