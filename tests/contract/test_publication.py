@@ -7,6 +7,7 @@ import json
 import re
 from html.parser import HTMLParser
 
+import feedparser
 import pytest
 from flask.testing import FlaskClient
 
@@ -181,3 +182,10 @@ def test_a_venue_clause_matches_words_of_the_venue_name_and_narrows_like_a_filte
     assert venues("access venue:peerj") == ["PeerJ"]  # words beside it describe, the clause narrows
     assert venues("access -venue:peerj") == []
     assert venues("venue:nature") == []
+
+
+def test_a_feed_entry_is_published_on_its_papers_date(samples: FlaskClient) -> None:
+    feed = feedparser.parse(samples.get("/feed.atom?venue=PeerJ").data)
+    assert not feed.bozo and [entry.published for entry in feed.entries] == ["2018-02-13T00:00:00Z"]
+    month = feedparser.parse(samples.get("/feed.atom?date_from=2007-10&date_to=2007-10").data)
+    assert [entry.published for entry in month.entries] == ["2007-10-10T00:00:00Z"]
