@@ -8,6 +8,8 @@ the word pattern (WORD_PATTERN).
 
 from __future__ import annotations
 
+import re
+
 from searchsvc.core.query import TEXT_FIELDS
 
 SEARCH_FIELDS = TEXT_FIELDS  # what a free-text query searches
@@ -23,9 +25,21 @@ STOP_WORDS = frozenset(
     "will with yet you your".split()
 )
 MIN_WORD_CHARS = 2
+# The plural "s" of a word without a vowel: an acronym ("LLMs", "CNNs", "SNPs"), which Snowball
+# keeps ("llms" stays "llms", as its "s" follows no vowel), so `LLM` missed papers writing only
+# "LLMs". Applied before stemming by both engines (OpenSearch: a pattern_replace filter with these
+# two strings; Whoosh: `singular_acronym`). Not "GPUs", whose "u" makes it an ordinary word here.
+ACRONYM_PLURAL = r"^([b-df-hj-np-tv-xz]{2,})s$"
+ACRONYM_SINGULAR = "$1"
+_ACRONYM_PLURAL = re.compile(ACRONYM_PLURAL)
 # BM25: term-frequency saturation, and length normalisation per field.
 K1 = 1.6
 FIELD_B = {"title": 0.9, "abstract": 0.75}
+
+
+def singular_acronym(word: str) -> str:
+    """`word` (lowercased, accent-folded) without the plural "s" of an acronym: "llms" → "llm"."""
+    return word[:-1] if word.endswith("s") and _ACRONYM_PLURAL.match(word) else word
 
 
 def suggestible(word: str) -> bool:

@@ -2,7 +2,7 @@
 
 Syntax: words (papers with all of them rank first, papers with some below), `"exact
 phrase"`, `AND`, `OR`, `NOT` and `-word`, parentheses, field prefixes `title:`,
-`abstract:`, `author:`, `subject:`, `year:` (a year or a range such as `2018-2020`), a
+`abstract:`, `author:`, `venue:`, `subject:`, `year:` (a year or a range such as `2018-2020`), a
 trailing wildcard `embed*`, and `similar:<paper id>` (papers like that one; `-similar:` unlike
 it), which the search recipe answers apart (`similar_to`).
 
@@ -23,8 +23,13 @@ from lark.exceptions import VisitError
 
 from searchsvc.core.errors import QuerySyntaxError, QueryTooBroad
 
-FIELDS = ("title", "abstract", "author", "subject", "year", "similar")
+FIELDS = ("title", "abstract", "author", "venue", "subject", "year", "similar")
 TEXT_FIELDS = ("title", "abstract")  # what an unprefixed word searches
+# Fields of names, whose words are matched unstemmed and together as a phrase ("author:van der
+# Maaten" is one name): an author's name, the journal or proceedings a paper appeared in.
+NAME_FIELDS = ("author", "venue")
+# Fields whose clauses typed beside words narrow the search as a filter would (`split_group`).
+NARROWING_FIELDS = (*NAME_FIELDS, "subject")
 
 _GRAMMAR = r"""
 start: group
@@ -43,14 +48,14 @@ _AND: "AND"
 _NOT: "NOT"
 // A minus is negation only at the start of a word: "memory-efficient" stays one word.
 NEG.2: /(?<![^\s(])-(?=[^\s)\-])/
-FIELD.3: /(?i:title|abstract|author|subject|year|similar):/
+FIELD.3: /(?i:title|abstract|author|venue|subject|year|similar):/
 PHRASE: /"[^"]*"/
 WORD: /[^\s()"]+/
 %ignore /\s+/
 """
 
 _PARSER = Lark(_GRAMMAR, parser="lalr", lexer="basic", maybe_placeholders=False)
-_CLEAR_SYNTAX = re.compile(r'\b(AND|OR|NOT)\b|"|\b(?i:title|abstract|author|subject|year|similar):')
+_CLEAR_SYNTAX = re.compile(r'\b(AND|OR|NOT)\b|"|\b(?i:title|abstract|author|venue|subject|year|similar):')
 # Parentheses deeper than this are not a search anyone types, and each level costs stack.
 MAX_NESTING = 20
 _YEARS = re.compile(r"(?P<low>\d{4})?(?P<dash>-|\.\.)?(?P<high>\d{4})?")
@@ -278,7 +283,7 @@ def either(nodes: tuple[Node, ...]) -> tuple[tuple[Node, ...], tuple[Node, ...]]
 def split_group(group: Group) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
     """A group's clauses as (narrowing, describing).
 
-    `year:`, `subject:` and `author:` clauses typed beside words narrow the search, as a
+    `year:`, `subject:`, `author:` and `venue:` clauses typed beside words narrow the search, as a
     filter would (`year:2020 parsing` is parsing papers of 2020); words describe it and
     any of them may match.
     """
@@ -290,7 +295,7 @@ def _narrows(node: Node) -> bool:
     if isinstance(node, Years):
         return True
     if isinstance(node, Word | Phrase | Prefix):
-        return node.field in ("author", "subject")
+        return node.field in NARROWING_FIELDS
     if isinstance(node, AnyOf | AllOf | Group):
         return all(_narrows(child) for child in node.nodes)
     return False

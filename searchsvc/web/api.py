@@ -131,7 +131,8 @@ def facet_values(name: str) -> Response:
 @blueprint.get("/export")
 @documented(
     Operation(
-        "Chosen papers, or a search's results up to the export limit, as a download (BibTeX, RIS, CSV or JSON lines)",
+        "Chosen papers, or a search's results up to the export limit, as a download "
+        "(BibTeX, RIS, CSL-JSON, CSV or JSON lines)",
         params=ExportRequestSchema,
         download_types=tuple(chosen.media_type for chosen in EXPORT_FORMATS.values()),
         errors=(400, 404, 503),

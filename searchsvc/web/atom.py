@@ -64,6 +64,8 @@ def atom_feed(head: FeedHead, papers: Sequence[Paper], paper_link: Callable[[str
         _text(entry, "id", entry_id(paper.id))
         _text(entry, "title", paper.title)
         _text(entry, "updated", head.updated)
+        if paper.publication.date:  # its first day, as RFC 3339 wants a whole date and time
+            _text(entry, "published", _first_instant(paper.publication.date))
         _link(entry, "alternate", paper_link(paper.id), "text/html")
         for name in paper.authors:
             _person(entry, name)
@@ -72,6 +74,12 @@ def atom_feed(head: FeedHead, papers: Sequence[Paper], paper_link: Callable[[str
         if paper.abstract:
             _text(entry, "summary", paper.abstract)
     return ElementTree.tostring(feed, encoding="utf-8", xml_declaration=True)
+
+
+def _first_instant(iso: str) -> str:
+    """The first moment of a date as precise as the sources give it: "2021-06" → "2021-06-01T00:00:00Z"."""
+    year, month, day = ([*iso.split("-"), "01", "01"])[:3]
+    return f"{year}-{month}-{day}T00:00:00Z"
 
 
 def _tag(name: str) -> str:

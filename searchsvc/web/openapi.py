@@ -122,6 +122,13 @@ def build_spec(app: Flask) -> APISpec:
     return spec
 
 
+def _download_schema(media_type: str) -> dict[str, Any]:
+    """A download's body: text, or for a JSON media type (`…+json`: CSL-JSON) an array of objects."""
+    if media_type.split(";")[0].strip().endswith("+json"):
+        return {"type": "array", "items": {"type": "object"}}
+    return {"type": "string"}
+
+
 def _operation(operation: Operation, settings: Settings) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = [
         {"in": "path", "name": name, "required": True, "schema": schema}
@@ -134,7 +141,7 @@ def _operation(operation: Operation, settings: Settings) -> dict[str, Any]:
     content = (
         {"application/json": {"schema": operation.response}}
         if operation.response is not None
-        else {media_type: {"schema": {"type": "string"}} for media_type in operation.download_types}
+        else {media_type: {"schema": _download_schema(media_type)} for media_type in operation.download_types}
     )
     responses: dict[str, Any] = {"200": {"description": "OK", "content": content}}
     for status in operation.errors:

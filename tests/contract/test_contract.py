@@ -568,3 +568,20 @@ def test_readiness_names_the_published_index(client: FlaskClient, factory: Backe
 )
 def test_natural_seed_queries_rank_their_paper_first(client: FlaskClient, query: str, expected_first: str) -> None:
     assert client.get("/api/search", query_string={"q": query}).json["results"][0]["title"].startswith(expected_first)
+
+
+def test_an_acronym_finds_its_plural_and_its_plural_the_acronym(build: Build) -> None:
+    """Snowball keeps the "s" of "LLMs" (no vowel before it): both engines drop it first."""
+    client = build(
+        [
+            {"id": "plural", "title": "Evaluating LLMs on reasoning", "year": 2024},
+            {"id": "singular", "title": "An LLM for code review", "year": 2023},
+            {"id": "other", "title": "Training CNNs on images", "year": 2022},
+        ]
+    ).test_client()
+    for query in ("LLM", "llms", "LLMs"):
+        found = client.get("/api/search", query_string={"q": query}).json["results"]
+        assert sorted(hit["id"] for hit in found) == ["plural", "singular"], query
+    (hit,) = [hit for hit in client.get("/api/search?q=LLM").json["results"] if hit["id"] == "plural"]
+    assert hit["highlights"]["title"] == "Evaluating <mark>LLMs</mark> on reasoning"
+    assert [hit["id"] for hit in client.get("/api/search?q=cnn").json["results"]] == ["other"]

@@ -62,6 +62,11 @@ def test_ids_are_absolute_and_stable_and_dates_are_the_generations(client: Flask
     built = client.get("/readyz").get_json()["built_at"]
     assert datetime.fromisoformat(feed.feed.updated) == datetime.fromisoformat(built)
     assert all(entry.updated == feed.feed.updated for entry in feed.entries)
+    # Each entry is published on its paper's date, as precisely as known (the seeds give years).
+    searched = client.get("/api/search?q=recommendation&subject=cs.LG&sort=newest&per_page=50").get_json()
+    assert [entry.published for entry in feed.entries] == [
+        f"{hit['date']}-01-01T00:00:00Z" for hit in searched["results"]
+    ]
     links = {link.rel: link.href for link in feed.feed.links}
     assert parse_qs(urlsplit(links["self"]).query) == {"q": ["recommendation"], "subject": ["cs.LG"]}
     wanted = {"q": ["recommendation"], "subject": ["cs.LG"], "sort": ["newest"]}

@@ -7,6 +7,7 @@ import json
 import re
 from html.parser import HTMLParser
 
+import feedparser
 import pytest
 from flask.testing import FlaskClient
 
@@ -168,3 +169,23 @@ def test_dates_known_to_the_year_or_month_and_the_most_cited_first(build: Build)
 )
 def test_a_bad_date_or_sort_is_a_400_naming_it(samples: FlaskClient, params: str, field: str, message: str) -> None:
     assert error_of(samples, f"/api/search?{params}", 400)["details"] == {field: [message]}
+
+
+def test_a_venue_clause_matches_words_of_the_venue_name_and_narrows_like_a_filter(samples: FlaskClient) -> None:
+    def venues(q: str) -> list[str]:
+        return sorted(hit["venue"] for hit in samples.get("/api/search", query_string={"q": q}).json["results"])
+
+    assert venues("venue:peerj") == ["PeerJ"]
+    assert venues('venue:"physical review"') == ["Physical Review D"]
+    assert venues("venue:phys*") == ["J. Chem. Phys.", "Physical Review D"]
+    assert venues("venue:review OR venue:lett") == ["JETP Lett.", "Physical Review D"]
+    assert venues("access venue:peerj") == ["PeerJ"]  # words beside it describe, the clause narrows
+    assert venues("access -venue:peerj") == []
+    assert venues("venue:nature") == []
+
+
+def test_a_feed_entry_is_published_on_its_papers_date(samples: FlaskClient) -> None:
+    feed = feedparser.parse(samples.get("/feed.atom?venue=PeerJ").data)
+    assert not feed.bozo and [entry.published for entry in feed.entries] == ["2018-02-13T00:00:00Z"]
+    month = feedparser.parse(samples.get("/feed.atom?date_from=2007-10&date_to=2007-10").data)
+    assert [entry.published for entry in month.entries] == ["2007-10-10T00:00:00Z"]

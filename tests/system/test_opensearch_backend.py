@@ -22,6 +22,7 @@ from opensearchpy import OpenSearch
 from searchsvc import create_app
 from searchsvc.backends.opensearch import OpenSearchBackend, generations, search_bodies
 from searchsvc.backends.opensearch.cluster import QueryRejected
+from searchsvc.backends.opensearch.mapping import MAPPING_VERSION
 from searchsvc.backends.opensearch.search_bodies import Plan
 from searchsvc.core.errors import RebuildFailed, RebuildInProgress
 from searchsvc.core.model import SearchRequest
@@ -93,8 +94,8 @@ def test_an_index_built_by_an_older_version_is_a_503_asking_for_a_rebuild(
     for url in ("/api/search?q=wombat", "/readyz", "/api/suggest?q=wom", "/api/papers/x"):
         error = error_of(client, url, 503)
         assert error["message"] == (
-            "the published index was built with mapping version 3, this version of searchsvc reads version 4: "
-            "run `searchsvc rebuild`"
+            f"the published index was built with mapping version 3, this version of searchsvc reads version "
+            f"{MAPPING_VERSION}: run `searchsvc rebuild`"
         ), url
     rebuild(OpenSearchBackend(settings), [write_jsonl(tmp_path / "a.jsonl", made_up_papers("wombat", 3))])
     fresh = create_app(overrides).test_client()

@@ -12,11 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from searchsvc.backends.analysis import FIELD_B, K1, MIN_WORD_CHARS, SEARCH_FIELDS, STOP_WORDS, WORD_PATTERN
+from searchsvc.backends.analysis import (
+    ACRONYM_PLURAL,
+    ACRONYM_SINGULAR,
+    FIELD_B,
+    K1,
+    MIN_WORD_CHARS,
+    SEARCH_FIELDS,
+    STOP_WORDS,
+    WORD_PATTERN,
+)
 
 # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`; 5: `publication`,
-# `venue`, `first_day`, `last_day`, `citations`
-MAPPING_VERSION = 5
+# `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`
+MAPPING_VERSION = 6
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
@@ -28,6 +37,7 @@ LENGTH = "length"  # subfield of title and abstract: its count of ranked words (
 # indexed): the venue, a facet; the first and last day its date stands for (YYYYMMDD, both absent
 # when undated: core.publication.date_bounds), for date ranges; its citation count, for `cited`.
 VENUE = "venue"
+NAME_WORDS = "words"  # the venue's subfield of unstemmed words, as `authors` is: `venue:` clauses
 FIRST_DAY, LAST_DAY = "first_day", "last_day"
 CITATIONS = "citations"
 FOLDED = "folded"  # subfield of subjects and authors: the value case- and accent-folded
@@ -64,12 +74,21 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                     "whoosh_stop": {"type": "stop", "stopwords": sorted(STOP_WORDS)},
                     "at_least_two": {"type": "length", "min": MIN_WORD_CHARS},
                     "english_snowball": {"type": "snowball", "language": "English"},
+                    # analysis.ACRONYM_PLURAL: "llms" → "llm" before Snowball, as on Whoosh.
+                    "singular_acronym": {
+                        "type": "pattern_replace",
+                        "pattern": ACRONYM_PLURAL,
+                        "replacement": ACRONYM_SINGULAR,
+                    },
                 },
                 "analyzer": {
                     "ranked": {
                         "type": "custom",
                         "tokenizer": "words",
-                        "filter": ["lowercase", "asciifolding", "whoosh_stop", "at_least_two", "english_snowball"],
+                        "filter": [
+                            *("lowercase", "asciifolding", "whoosh_stop", "at_least_two"),
+                            *("singular_acronym", "english_snowball"),
+                        ],
                     },
                     "unstemmed": {"type": "custom", "tokenizer": "words", "filter": ["lowercase", "asciifolding"]},
                 },
@@ -91,7 +110,13 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 },
                 "subjects": {"type": "keyword", "fields": {FOLDED: {"type": "keyword", "normalizer": "folded"}}},
                 # The publication's venue again, as a facet: the venue filter and its counts.
-                VENUE: {"type": "keyword", "fields": {FOLDED: {"type": "keyword", "normalizer": "folded"}}},
+                VENUE: {
+                    "type": "keyword",
+                    "fields": {
+                        FOLDED: {"type": "keyword", "normalizer": "folded"},
+                        NAME_WORDS: {"type": "text", "analyzer": "unstemmed"},
+                    },
+                },
                 FIRST_DAY: {"type": "integer"},
                 LAST_DAY: {"type": "integer"},
                 CITATIONS: {"type": "integer"},

@@ -12,9 +12,10 @@ import re
 from typing import Any, Literal
 
 from searchsvc.backends.analysis import WORD_PATTERN
-from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FIRST_DAY, FOLDED, LAST_DAY, VENUE
+from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FIRST_DAY, FOLDED, LAST_DAY, NAME_WORDS, VENUE
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import (
+    NAME_FIELDS,
     AllOf,
     Also,
     Group,
@@ -38,6 +39,10 @@ MATCH_ALL: Dsl = {"match_all": {}}
 # A word's score: its best field's, plus this share of the other's (docs/scaling.md).
 TIE_BREAKER = 0.3
 WORDS = re.compile(WORD_PATTERN)
+
+
+# Each name field's words, matched unstemmed as a phrase (core.query.NAME_FIELDS).
+_NAME_WORDS = {"author": "authors", "venue": f"{VENUE}.{NAME_WORDS}"}
 
 
 def translate(node: Node, parts: _Parts = "any") -> Dsl:
@@ -117,8 +122,8 @@ def all_of(clauses: list[Dsl | None]) -> Dsl:
 def _word(node: Word, parts: _Parts, drop_stop_words: bool = False) -> Dsl:
     if node.field == "subject":
         return _value("subjects", node.text)
-    if node.field == "author":
-        return {"match_phrase": {"authors": node.text}}
+    if node.field in NAME_FIELDS:
+        return {"match_phrase": {_NAME_WORDS[node.field]: node.text}}
     fields = [f"{field}^{BOOSTS[field]:g}" for field in searched_fields(node.field)]
     if parts == "phrase":
         return {"multi_match": {"query": node.text, "fields": fields, "type": "phrase"}}
@@ -133,8 +138,8 @@ def _word(node: Word, parts: _Parts, drop_stop_words: bool = False) -> Dsl:
 def _phrase(node: Phrase) -> Dsl:
     if node.field == "subject":
         return _value("subjects", node.text)
-    if node.field == "author":
-        return {"match_phrase": {"authors": node.text}}
+    if node.field in NAME_FIELDS:
+        return {"match_phrase": {_NAME_WORDS[node.field]: node.text}}
     return _or(
         [
             {"match_phrase": {f"{field}.{EXACT}": {"query": node.text, "boost": BOOSTS[field]}}}
@@ -152,7 +157,10 @@ def _prefix(node: Prefix) -> Dsl:
     if len(words) != 1:
         raise query_error(f"a wildcard must follow one word, as in embed*: '{node.text}*'", node.start)
     word = words[0]
-    fields = ["authors"] if node.field == "author" else [f"{field}.{EXACT}" for field in searched_fields(node.field)]
+    if node.field in NAME_FIELDS:
+        fields = [_NAME_WORDS[node.field]]
+    else:
+        fields = [f"{field}.{EXACT}" for field in searched_fields(node.field)]
     return _or(
         [{"prefix": {field: {"value": word, "rewrite": "scoring_boolean", "boost": _boost(field)}}} for field in fields]
     )

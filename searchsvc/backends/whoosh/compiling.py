@@ -31,6 +31,8 @@ from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.errors import QueryTooBroad
 from searchsvc.core.query import (
+    NAME_FIELDS,
+    NARROWING_FIELDS,
     AllOf,
     Also,
     Group,
@@ -129,8 +131,8 @@ class QueryCompiler:
         """
         if node.field == "subject":
             return self._phrase(node)
-        if node.field == "author":
-            return self._terms("author", node.text)
+        if node.field in NAME_FIELDS:
+            return self._terms(node.field, node.text)
         fields = searched_fields(node.field)
         words = list(dict.fromkeys(self._schema[fields[0]].process_text(node.text, mode="query")))
         if len(words) > 1 and parts == "phrase":
@@ -143,7 +145,7 @@ class QueryCompiler:
         return query.And(scored) if parts == "all" else query.Or(scored)
 
     def _phrase(self, node: Phrase | Word) -> Query:
-        if node.field in ("author", "subject"):
+        if node.field in NARROWING_FIELDS:
             return self._terms(node.field, node.text)
         return _or([self._terms(EXACT_FIELDS[field], node.text) for field in searched_fields(node.field)])
 
@@ -158,7 +160,7 @@ class QueryCompiler:
         return CheckedPhrase(field, words, self._deadline, boost=boost)
 
     def _prefix(self, node: Prefix) -> Query:
-        if node.field in ("author", "subject"):
+        if node.field in NARROWING_FIELDS:
             fields = [node.field]
         else:
             fields = [EXACT_FIELDS[field] for field in searched_fields(node.field)]

@@ -121,6 +121,7 @@ def indexed_text(paper: Paper) -> dict[str, str]:
         "title_exact": paper.title,
         "abstract_exact": paper.abstract,
         "author": " ; ".join(paper.authors),
+        "venue": paper.publication.venue,
         "subject": "\n".join(paper.subjects),
     }
 

@@ -19,7 +19,7 @@ from whoosh.columns import VarBytesColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.support.charset import accent_map
 
-from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS
+from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS, singular_acronym
 
 # The same text unstemmed, for exact phrases, wildcards and spelling suggestions.
 EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
@@ -46,10 +46,11 @@ FACET_COLUMNS = {
     "citations": "facet_citations",
 }
 
-# 10: stored `publication` (venue, date, citations, ORCID iDs), the venue facet, date and citation
-# columns; 9: word pairs of the unstemmed fields
-# (PAIR_FIELDS); 8: ids in a column (doc_order.py), no oldest-rank column; 7: stored `identifiers`
-SCHEMA_VERSION = 10
+# 11: `venue` words for `venue:` clauses, an acronym's plural stemmed as its singular; 10: stored
+# `publication` (venue, date, citations, ORCID iDs), the venue facet, date and citation columns;
+# 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids in a column (doc_order.py), no
+# oldest-rank column; 7: stored `identifiers`
+SCHEMA_VERSION = 11
 
 
 class SnowballStemFilter(Filter):
@@ -80,7 +81,7 @@ class SnowballStemFilter(Filter):
         stem = self._stemmer.stemWord
         for token in tokens:
             if not token.stopped:
-                token.text = stem(token.text)
+                token.text = stem(singular_acronym(token.text))
             yield token
 
 
@@ -88,8 +89,9 @@ _STEMMER = SnowballStemFilter()
 
 
 def stem(word: str) -> str:
-    """`word` (lowercased, accent-folded) as the text analyzer stems it."""
-    return _STEMMER._stemmer.stemWord(word)
+    """`word` (lowercased, accent-folded) as the text analyzer stems it (an acronym's plural "s"
+    dropped first: analysis.ACRONYM_PLURAL)."""
+    return _STEMMER._stemmer.stemWord(singular_acronym(word))
 
 
 def text_analyzer() -> Analyzer:
@@ -142,6 +144,7 @@ def build_schema() -> Schema:
         title_pairs=TEXT(analyzer=pair_analyzer(), phrase=False),
         abstract_pairs=TEXT(analyzer=pair_analyzer(), phrase=False),
         author=TEXT(analyzer=unstemmed_analyzer(), phrase=True),
+        venue=TEXT(analyzer=unstemmed_analyzer(), phrase=True),  # `venue:` clauses (the facet is its column)
         subject=TEXT(analyzer=value_analyzer(), phrase=False),
         year=NUMERIC(int, bits=32, stored=True, signed=False),
         subjects=STORED(),

@@ -47,6 +47,14 @@ def test_year_subject_and_author_clauses_beside_words_narrow_the_search() -> Non
     assert texts(Group(describing)) == ["graph", "networks", "x"]
 
 
+def test_a_venue_clause_narrows_like_an_author_clause() -> None:
+    tree = parse('open access venue:PeerJ VENUE:"physical review"')
+    assert isinstance(tree, Group)
+    narrowing, describing = split_group(tree)
+    assert narrowing == (Word("PeerJ", "venue", 18, 23), Phrase("physical review", "venue", 30, 47))
+    assert texts(Group(describing)) == ["open", "access"]
+
+
 def test_operators_and_precedence() -> None:
     tree = parse("a AND b OR c d")
     assert tree == Group(
