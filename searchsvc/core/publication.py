@@ -29,7 +29,6 @@ _MONTHS["sept"] = 9  # as often written as "sep"
 _ISO = re.compile(r"(\d{4})(?:[-/](\d{1,2})(?:[-/](\d{1,2}))?)?(?:/+[^/]*|[T ][\d:.]+(?:Z|[+-][\d:]+)?)?")
 _ORCID = re.compile(r"([0-9]{4})-?([0-9]{4})-?([0-9]{4})-?([0-9]{3}[0-9X])")  # ASCII digits: an iD is a link
 _ORCID_PREFIX = re.compile(r"^(?:(?:https?://)?(?:www\.)?orcid\.org/|orcid:\s*)", re.IGNORECASE)
-# Servers that hold preprints: a venue of theirs gives way to a journal's or a conference's.
 # Words that name proceedings in a venue ("Proceedings of ACL 2020", "NeurIPS Workshop on …"),
 # and the short names of conferences whose proceedings are often given without them.
 _PROCEEDINGS_WORDS = frozenset(
@@ -37,6 +36,7 @@ _PROCEEDINGS_WORDS = frozenset(
     + "acl naacl eacl emnlp coling neurips nips icml iclr cvpr iccv eccv aaai ijcai kdd sigir sigmod vldb".split()
 )
 _WORDS = re.compile(r"[a-z]+")
+# Servers that hold preprints: a venue of theirs gives way to a journal's or a conference's.
 _PREPRINT_SERVERS = ("arxiv", "corr", "biorxiv", "medrxiv", "ssrn", "chemrxiv", "psyarxiv", "osf preprints")
 
 
@@ -227,16 +227,30 @@ class Publication:
         citation count with its source, each author's ORCID iD from whichever gives it. So the
         same records give the same publication in whatever order they are read."""
         merged = self
-        if len(other.date) > len(self.date) and (year is None or other.year == year):
+        # Ties go to the smaller value (the earlier date, the source first alphabetically, the
+        # smaller iD), never to the first read.
+        if other.date and (year is None or other.year == year) and _better(other.date, self.date):
             merged = replace(merged, date=other.date)
         ours, theirs = _venue_rank(self.venue), _venue_rank(other.venue)
         if theirs > ours or (theirs == ours and other.venue < self.venue):
             merged = replace(merged, venue=other.venue)
-        if other.citations is not None and (self.citations is None or other.citations > self.citations):
+        if other.citations is not None and (
+            self.citations is None
+            or (other.citations, self.citations_source) > (self.citations, other.citations_source)
+        ):
             merged = replace(merged, citations=other.citations, citations_source=other.citations_source)
-        if any(name not in self.orcids for name in other.orcids):
-            merged = replace(merged, orcids={**other.orcids, **self.orcids})
+        # A name with no iD here, or with a larger one ("~" sorts after every iD).
+        if any(self.orcids.get(name, "~") > value for name, value in other.orcids.items()):
+            orcids = dict(self.orcids)
+            for name, value in other.orcids.items():
+                orcids[name] = min(orcids.get(name, value), value)
+            merged = replace(merged, orcids=orcids)
         return merged
+
+
+def _better(date: str, than: str) -> bool:
+    """Whether a merge keeps `date` over `than`: the more precise, then the earlier."""
+    return len(date) > len(than) or (len(date) == len(than) and date < than)
 
 
 def _venue_rank(venue: str) -> tuple[bool, bool, int]:

@@ -193,3 +193,13 @@ def test_merged_with_fills_in_orcids() -> None:
     other = Publication(orcids={"A": "0000-0003-1613-5981", "B": "0000-0001-6187-6610"})
     assert first.merged_with(other, None).orcids == {"A": "0000-0002-1825-0097", "B": "0000-0001-6187-6610"}
     assert other.merged_with(Publication(), None) is other  # nothing to add: unchanged
+
+
+def test_merged_with_is_the_same_in_either_order_when_values_tie() -> None:
+    """Equal precision, equal counts, two iDs for one name: the smaller value, whichever is read first."""
+    first = Publication.of("", "2007-04-02", 5, "OpenAlex", {"A": "0000-0002-1825-0097", "B": "0000-0003-1613-5981"})
+    second = Publication.of("", "2007-04-01", 5, "Crossref", {"A": "0000-0001-6187-6610"})
+    assert first.merged_with(second, 2007) == second.merged_with(first, 2007)
+    merged = first.merged_with(second, 2007)
+    assert (merged.date, merged.citations, merged.citations_source) == ("2007-04-01", 5, "Crossref")
+    assert merged.orcids == {"A": "0000-0001-6187-6610", "B": "0000-0003-1613-5981"}
