@@ -30,10 +30,10 @@ from pylatexenc.latex2text import LatexNodes2Text
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.core.publication import Publication, date_of, iso_date
+from searchsvc.core.publication import Publication, date_of
 from searchsvc.core.text import preview
 from searchsvc.ingest.bibtex_strings import MONTH_MACROS, resolved
-from searchsvc.ingest.fields import FieldProblem, dated, one_line, split_list, year_in
+from searchsvc.ingest.fields import FieldProblem, date_in, dated, one_line, split_list, year_in
 from searchsvc.ingest.lines import MAX_LINE_BYTES, line_chunks
 
 # One entry of a real bibliography is a few kilobytes (a long abstract, hundreds of authors);
@@ -291,12 +291,9 @@ def _paper(source: str, line: int, entry: _Entry, warn: Callable[[str], None]) -
 def _date(text: Callable[[str], str], year: int | None, about: str, warn: Callable[[str], None]) -> str:
     """biblatex's `date` (ISO 8601, or a range: its start), else `year`, `month` and `day` as BibTeX
     gives them; a `date` or `month` that cannot be read is warned about and left out."""
-    given = text("date")
-    if given:
-        found = iso_date(given)
-        if found:
-            return found
-        warn(f"{about} date {preview(given)} is not a date; ignored")
+    found = date_in(text("date"), "date", lambda message: warn(f"{about} {message}"))
+    if found:
+        return found
     month = text("month")
     found = date_of(year, month, text("day"))
     if month and len(found) == len("2021"):

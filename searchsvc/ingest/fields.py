@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from searchsvc.core.publication import Publication
+from searchsvc.core.publication import Publication, iso_date
 from searchsvc.core.text import one_line, preview
 
 __all__ = ["one_line"]  # the readers' rule, kept in core.text so a search's filters fold alike
@@ -32,6 +32,15 @@ def year_in(text: str | None, field: str = "year") -> int | None:
     if match is None or not MIN_YEAR <= int(match[1]) <= MAX_YEAR:
         raise FieldProblem(f"{field!r} must hold a year such as 2021, found {preview(value)}")
     return int(match[1])
+
+
+def date_in(text: str, field: str, warn: Callable[[str], None]) -> str:
+    """The ISO date in `text` (`core.publication.iso_date`), or '' with a warning naming `field`
+    (through `warn`, which the reader gives its location) when `text` holds none."""
+    found = iso_date(text)
+    if text and not found:
+        warn(f"{field} {preview(text)} is not a date; ignored")
+    return found
 
 
 def dated(year: int | None, publication: Publication, warn: Callable[[str], None]) -> tuple[int | None, Publication]:

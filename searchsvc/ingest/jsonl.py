@@ -19,9 +19,9 @@ from typing import Any
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.core.publication import Publication, iso_date, orcid
+from searchsvc.core.publication import Publication, orcid
 from searchsvc.core.text import preview
-from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, dated, distinct, one_line, string_field
+from searchsvc.ingest.fields import MAX_YEAR, MIN_YEAR, FieldProblem, date_in, dated, distinct, one_line, string_field
 from searchsvc.ingest.json_records import json_papers
 
 
@@ -67,9 +67,7 @@ def _publication(
 ) -> Publication:
     """`venue`, `date`, `citations`, `citations_source` and `orcids`: FieldProblem for a value of the wrong
     type, a warning for a date, count or ORCID iD that is not one (which is left out)."""
-    date = _text(obj, "date")
-    if date and not iso_date(date):
-        warn(f"{where}: 'date' {preview(date)} is not a date; ignored")
+    date = date_in(_text(obj, "date"), "'date'", lambda message: warn(f"{where}: {message}"))
     citations = obj.get("citations")
     if citations is not None and (isinstance(citations, bool) or not isinstance(citations, int)):
         raise FieldProblem(f"'citations' must be a whole number or null, found {json.dumps(citations)[:60]}")

@@ -17,9 +17,17 @@ from pathlib import Path
 from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.identifiers import Identifiers, arxiv_id
 from searchsvc.core.paper import Paper, SourceLocation, paper_id_for_title
-from searchsvc.core.publication import Publication, iso_date
+from searchsvc.core.publication import Publication
 from searchsvc.core.text import preview
-from searchsvc.ingest.fields import FieldProblem, dated, distinct, one_line, surname_first_to_first_last, year_in
+from searchsvc.ingest.fields import (
+    FieldProblem,
+    date_in,
+    dated,
+    distinct,
+    one_line,
+    surname_first_to_first_last,
+    year_in,
+)
 from searchsvc.ingest.lines import numbered_lines
 
 _TAG = re.compile(r"^([A-Z][A-Z0-9])  -(?: (.*))?$")
@@ -110,11 +118,17 @@ def _paper(where: str, line: int, record: dict[str, list[str]], warn: Callable[[
 def _date(record: dict[str, list[str]], where: str, line: int, warn: Callable[[str], None]) -> str:
     """The first of `_DATES` that reads as a date; a `DA` that does not is warned about (a `PY`
     that is only a year with more around it, `c2007`, has given the year already)."""
+
+    def said(message: str) -> None:
+        warn(f"{where}:{line}: {message}")
+
     for tag in _DATES:
         given = one_line(record[tag][0]) if record.get(tag) else ""
-        found = iso_date(given)
+        found = date_in(given, tag, said if tag == "DA" else _unsaid)
         if found:
             return found
-        if given and tag == "DA":
-            warn(f"{where}:{line}: DA {preview(given)} is not a date; ignored")
     return ""
+
+
+def _unsaid(message: str) -> None:
+    """What a `PY` that is not a date is told: nothing (its year was read)."""

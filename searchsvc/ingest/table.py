@@ -19,9 +19,9 @@ from searchsvc.core.errors import SourceFormatError
 from searchsvc.core.export import csv_items, csv_text
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper, SourceLocation, id_problem, paper_id_for_title
-from searchsvc.core.publication import Publication, citation_count, iso_date
+from searchsvc.core.publication import Publication, citation_count
 from searchsvc.core.text import preview
-from searchsvc.ingest.fields import FieldProblem, dated, distinct, one_line, year_in
+from searchsvc.ingest.fields import FieldProblem, date_in, dated, distinct, one_line, year_in
 from searchsvc.ingest.lines import numbered_lines
 
 COLUMNS = (
@@ -78,9 +78,8 @@ def _paper(cells: dict[str, str], where: SourceLocation, warn: Callable[[str], N
     for name in ("arxiv", "doi", "url"):
         if cells.get(name) and not getattr(identifiers, name):
             warn(f"{where}: {name} {preview(cells[name])} is not valid; ignored")
-    date, citations = cells.get("date", ""), cells.get("citations", "")
-    if date and not iso_date(date):
-        warn(f"{where}: date {preview(date)} is not a date; ignored")
+    date = date_in(cells.get("date", ""), "date", lambda message: warn(f"{where}: {message}"))
+    citations = cells.get("citations", "")
     if citations and citation_count(citations) is None:
         warn(f"{where}: citations {preview(citations)} is not a count; ignored")
     venue = next((cells[name] for name in _VENUES if cells.get(name)), "")
