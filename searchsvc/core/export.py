@@ -88,7 +88,7 @@ def _write_jsonl(papers: Iterable[Paper]) -> Iterator[str]:
             "date": found.date or None,
             "citations": found.citations,
             "citations_source": found.citations_source or None,
-            "orcids": found.stored(paper.authors).get("orcids"),
+            "orcids": found.orcids_of(paper.authors) or None,
         }
         yield json.dumps(record, ensure_ascii=False) + "\n"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
@@ -57,8 +58,10 @@ class SearchRequest:
         """Whether a date range narrows the papers."""
         return self.date_from is not None or self.date_to is not None
 
+    @cached_property
     def day_range(self) -> tuple[int, int]:
-        """The date range as the numbers YYYYMMDD of its first and last day (core.publication.date_bounds)."""
+        """The date range as the numbers YYYYMMDD of its first and last day (core.publication.date_bounds),
+        worked out once: a filter compares it with each of thousands of distinct dates."""
         low = date_bounds(self.date_from)[0] if self.date_from else 0
         high = date_bounds(self.date_to)[1] if self.date_to else 99991231
         return low, high
@@ -68,7 +71,7 @@ class SearchRequest:
         if not date:
             return not self.dated
         first, last = date_bounds(date)
-        low, high = self.day_range()
+        low, high = self.day_range
         return last >= low and first <= high
 
     def year_selected(self, year: int) -> bool:

@@ -210,10 +210,14 @@ class Publication:
             found["citations"] = self.citations
             if self.citations_source:
                 found["source"] = self.citations_source
-        orcids = self.orcids if authors is None else {a: self.orcids[a] for a in authors if a in self.orcids}
+        orcids = self.orcids if authors is None else self.orcids_of(authors)
         if orcids:
             found["orcids"] = dict(orcids)
         return found
+
+    def orcids_of(self, authors: list[str]) -> dict[str, str]:
+        """The ORCID iDs of `authors`, in their order (a name a limit left out has none)."""
+        return {name: self.orcids[name] for name in authors if name in self.orcids}
 
     @property
     def year(self) -> int | None:

@@ -467,7 +467,7 @@ class PaperSchema(Schema):
             "date": found.date or None,
             "venue": found.venue or None,
             "citations": citations,
-            "orcids": {name: found.orcids[name] for name in paper.authors if name in found.orcids},
+            "orcids": found.orcids_of(paper.authors),
         }
 
 

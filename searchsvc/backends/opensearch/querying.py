@@ -102,7 +102,7 @@ def filters(request: SearchRequest) -> dict[str, Dsl | None]:
     if request.years:
         years = year_range(request.year_from, request.year_to)
     if request.dated:
-        low, high = request.day_range()  # a paper is in it when a day its date may stand for is
+        low, high = request.day_range  # a paper is in it when a day its date may stand for is
         dates = {"bool": {"filter": [{"range": {FIRST_DAY: {"lte": high}}}, {"range": {LAST_DAY: {"gte": low}}}]}}
     return {
         "year": years,
