@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from searchsvc.core.paper import Paper
-from searchsvc.core.publication import venue_kind
+from searchsvc.core.publication import date_parts, venue_kind
 from searchsvc.core.text import fold
 
 _LIST_SEPARATOR = "; "
@@ -257,7 +257,7 @@ def csl_item(paper: Paper) -> dict[str, object]:
     if found.venue:
         item["container-title"] = found.venue
     if found.date:
-        item["issued"] = {"date-parts": [[int(part) for part in found.date.split("-")]]}
+        item["issued"] = {"date-parts": [date_parts(found.date)]}
     if paper.abstract:
         item["abstract"] = paper.abstract
     if paper.subjects:

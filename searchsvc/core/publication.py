@@ -103,12 +103,17 @@ def orcid(text: str | None) -> str:
     return "-".join(match.groups()) if digits[-1] == ("X" if check == 10 else str(check)) else ""
 
 
+def date_parts(iso: str) -> list[int]:
+    """The year, month and day `iso` gives, as many as it gives ("2021-06" → [2021, 6]); `iso`
+    must be one of `iso_date`'s answers."""
+    return [int(part) for part in iso.split("-")]
+
+
 def date_bounds(iso: str) -> tuple[int, int]:
     """The first and last day a date as precise as `iso_date` gives stands for, each as the number
     YYYYMMDD ("2021-06" → (20210601, 20210630)): how a date filter compares a paper known only by
     its month or year with a day. `iso` must be one of `iso_date`'s answers."""
-    parts = [int(part) for part in iso.split("-")]
-    year, month, day = (parts + [0, 0])[:3]
+    year, month, day = (date_parts(iso) + [0, 0])[:3]
     if day:
         return (year * 10000 + month * 100 + day,) * 2
     if month:

@@ -20,6 +20,7 @@ from urllib.parse import quote
 from xml.etree import ElementTree
 
 from searchsvc.core.paper import Paper
+from searchsvc.core.publication import date_parts
 
 ATOM = "http://www.w3.org/2005/Atom"
 MEDIA_TYPE = "application/atom+xml"
@@ -78,8 +79,8 @@ def atom_feed(head: FeedHead, papers: Sequence[Paper], paper_link: Callable[[str
 
 def _first_instant(iso: str) -> str:
     """The first moment of a date as precise as the sources give it: "2021-06" → "2021-06-01T00:00:00Z"."""
-    year, month, day = ([*iso.split("-"), "01", "01"])[:3]
-    return f"{year}-{month}-{day}T00:00:00Z"
+    year, month, day = (date_parts(iso) + [1, 1])[:3]
+    return f"{year:04d}-{month:02d}-{day:02d}T00:00:00Z"
 
 
 def _tag(name: str) -> str:
