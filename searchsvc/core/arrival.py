@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 # A date, or a date and time to the second or finer with an optional offset (naive: UTC).
+_LAST_SECOND = int(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp())
 _INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
 
 
@@ -57,17 +58,20 @@ def epoch_second(instant: str) -> int:
 def since_second(text: str) -> int | None:
     """The first second of `since` as a request gives it: a date ("2026-12-01": from its first moment
     in UTC) or a date and time ("2026-12-04T22:04:13Z", "…+01:00"; naive: UTC); None if it is neither.
-    A fraction of a second is dropped, so the papers stamped in that second are kept."""
+    A fraction of a second is dropped, so the papers stamped in that second are kept. Instants before
+    1970 or past 9999 select as its bounds do, and are given as them (an offset can push a valid time there)."""
     text = text.strip()
     if not _INSTANT.fullmatch(text):
         return None
     try:
         if len(text) == len("2026-12-01"):
             day = date.fromisoformat(text)
-            return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
-        return epoch_second(text.replace("Z", "+00:00"))
+            second = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
+        else:
+            second = epoch_second(text.replace("Z", "+00:00"))
     except ValueError:  # the right shape, not a real day or time: 2026-02-30
         return None
+    return min(max(second, 0), _LAST_SECOND)
 
 
 def _is_instant(text: str) -> bool:

@@ -33,6 +33,19 @@ def test_since_refuses_what_is_not_an_instant(given: str) -> None:
     assert since_second(given) is None
 
 
+@pytest.mark.parametrize(
+    ("given", "echoed"),
+    [
+        ("0001-01-01T00:00:00+23:59", "1970-01-01T00:00:00Z"),
+        ("1900-01-01", "1970-01-01T00:00:00Z"),
+        ("9999-12-31T23:59:59-23:59", "9999-12-31T23:59:59Z"),
+    ],
+)
+def test_instants_past_the_bounds_select_as_the_bounds(given: str, echoed: str) -> None:
+    second = since_second(given)
+    assert second is not None and iso_second(second) == echoed
+
+
 def test_instants_round_trip() -> None:
     assert iso_second(MOMENT) == "2026-12-04T22:54:13Z"
     assert epoch_second("2026-12-04T22:54:13+00:00") == MOMENT
