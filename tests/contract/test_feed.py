@@ -144,10 +144,12 @@ def test_a_poll_after_an_add_gets_the_new_paper_and_its_date(factory: BackendFac
     first = client.get("/feed.atom?q=lattice")
     time.sleep(1.05 - time.time() % 1)  # HTTP dates count whole seconds: the add lands in a later one
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"}
-    assert client.post("/api/papers", data=jsonl(made_up_papers("numbat", 1)), headers=headers).status_code == 200
+    written = client.post("/api/papers", data=jsonl(made_up_papers("numbat", 1)), headers=headers)
+    assert written.status_code == 200
     poll = client.get("/feed.atom?q=lattice", headers={"If-Modified-Since": first.headers["Last-Modified"]})
     assert poll.status_code == 200 and poll.headers["Last-Modified"] != first.headers["Last-Modified"]
     feed = read(client, "q=lattice")
     assert "urn:searchsvc:paper:numbat-00" in [entry.id for entry in feed.entries]
-    changed = client.get("/readyz").get_json()["changed_at"]
+    changed = written.get_json()["changed_at"]  # the change's time, which its papers carry
     assert datetime.fromisoformat(feed.feed.updated) == datetime.fromisoformat(changed)
+    assert feed.entries[0].id == "urn:searchsvc:paper:numbat-00" and feed.entries[0].updated == feed.feed.updated
