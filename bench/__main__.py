@@ -1,5 +1,5 @@
 """`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|typos|sources|update|churn|
-change_costs|rebuild_phases [options]`: see bench/README.md."""
+change_costs|rebuild_phases|publication [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ COMMANDS = (
     "churn",
     "change_costs",
     "rebuild_phases",
+    "publication",
 )
 
 if __name__ == "__main__":

@@ -241,6 +241,7 @@ def _progress_bar(phase: str, total: int | None) -> Iterator[Callable[[int], Non
 @click.option("--venue", multiple=True, help="Only papers in this journal or proceedings (repeatable: any of them).")
 @click.option("--date-from", type=str, help="Only papers from this date on (2021-06-29, 2021-06 or 2021).")
 @click.option("--date-to", type=str, help="Only papers up to this date.")
+@click.option("--added-since", type=str, help="Only papers added to this index at or after this date or time.")
 @click.option("--sort", type=click.Choice(SORTS), default="relevance", show_default=True)
 @click.option("--page", type=str, default="1", show_default=True)
 @click.option("--per-page", type=str, help="Results per page (default 10).")

@@ -6,11 +6,12 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from searchsvc.core.arrival import Arrival
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
 from searchsvc.core.publication import Publication, date_bounds
 
-SORTS = ("relevance", "newest", "oldest", "cited")
+SORTS = ("relevance", "newest", "oldest", "cited", "added")
 FACETS = ("year", "subject", "author", "venue")
 LIST_FACETS = ("subject", "author", "venue")  # the facets chosen by value, several at once (year is a range)
 
@@ -29,6 +30,8 @@ class SearchRequest:
     # its date may stand for is (a paper of "2021" is in a range from 2021-06-01).
     date_from: str | None = None
     date_to: str | None = None
+    # Seconds since 1970 (core.arrival.since_second): only papers added to this index at or after it.
+    added_since: int | None = None
     sort: str = "relevance"
     page: int = 1
     per_page: int = 10
@@ -46,7 +49,9 @@ class SearchRequest:
     @property
     def filtered(self) -> bool:
         """Whether any facet filter narrows the papers."""
-        return bool(self.subject or self.author or self.venue or self.dated or self.years)
+        return bool(
+            self.subject or self.author or self.venue or self.dated or self.years or self.added_since is not None
+        )
 
     @property
     def years(self) -> bool:
@@ -124,6 +129,7 @@ class Hit:
     identifiers: Identifiers = field(default_factory=Identifiers)
     publication: Publication = field(default_factory=Publication)
     matched: str | None = None  # "identifier": the query was this paper's arXiv id or DOI
+    arrival: Arrival | None = None
 
     @classmethod
     def of(cls, paper: Paper, score: float | None, title: str, abstract: str) -> Hit:
@@ -139,6 +145,7 @@ class Hit:
             highlights={"title": title, "abstract": abstract},
             identifiers=paper.identifiers,
             publication=paper.publication,
+            arrival=paper.arrival,
         )
 
 

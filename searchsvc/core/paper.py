@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchsvc.core.arrival import Arrival
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.publication import Publication
 from searchsvc.core.text import normalise_title
@@ -49,6 +50,9 @@ class Paper:
     sources: list[SourceLocation] = field(default_factory=list)
     identifiers: Identifiers = field(default_factory=Identifiers)
     publication: Publication = field(default_factory=Publication)
+    # When it entered this index and last changed here: kept by the merge state (ingest.collection)
+    # beside the paper, never in it, so it is None while papers are read and merged.
+    arrival: Arrival | None = None
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> Paper:
@@ -62,6 +66,7 @@ class Paper:
             authors=list(stored.get("authors") or []),
             identifiers=Identifiers.from_stored(stored.get("identifiers")),
             publication=Publication.from_stored(stored.get("publication")),
+            arrival=Arrival.from_stored(stored.get("added"), stored.get("changed")),
         )
 
     def stored(self) -> dict[str, Any]:
@@ -75,6 +80,8 @@ class Paper:
             "authors": self.authors,
             "identifiers": self.identifiers.stored(),
             "publication": self.publication.stored(self.authors),
+            "added": self.arrival.added if self.arrival else None,
+            "changed": self.arrival.changed if self.arrival else None,
         }
 
     def encoded(self) -> str:

@@ -10,6 +10,7 @@ small page cache, the operating system's file cache does the rest.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import sqlite3
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from searchsvc.core.arrival import Arrival, now
 from searchsvc.core.errors import RebuildFailed, StorageFull
 from searchsvc.core.paper import Paper
 from searchsvc.host import ScratchFolder, fsync_dir, remove_abandoned
@@ -25,6 +27,7 @@ from searchsvc.host import ScratchFolder, fsync_dir, remove_abandoned
 # SQLite's page cache for the scratch file, in KiB (its default is 2 MiB): enough for the key
 # lookups of merging to stay fast, small beside a rebuild's index writer buffers.
 _CACHE_KIB = 8 * 1024
+log = logging.getLogger(__name__)
 SCRATCH_PREFIX = ".rebuild-papers-"  # then the process's id and a random part (host.ScratchFolder)
 FILE_NAME = "papers.sqlite"
 _SCHEMA = """
@@ -62,6 +65,36 @@ CREATE TABLE catalogue (
 INSERT INTO catalogue SELECT r.position, p.min_id, r.oldest, r.grp FROM rank r JOIN paper p USING (grp);
 DROP TABLE rank;
 """
+# When each paper entered this index and last changed here (core.arrival), by id: written by a
+# rebuild for every paper (`_arrivals`), kept and changed by updates (`MergeStore.settle`).
+_ARRIVAL = "CREATE TABLE IF NOT EXISTS arrival (id TEXT PRIMARY KEY, added TEXT NOT NULL, changed TEXT NOT NULL)"
+# A rebuild's arrivals from the previous generation's file (attached as `previous`): a paper keeps
+# its `added` under the same id, and its `changed` unless its text, lists or publication differ
+# (its encoded form without its own first id and its sources, compared in SQLite: no paper is decoded).
+_KEPT_ARRIVALS = """
+INSERT INTO arrival
+SELECT c.id, coalesce(o.added, :at),
+       CASE WHEN o.changed IS NOT NULL AND json_remove(p.doc, '$[6]', '$[0]') = json_remove(op.doc, '$[6]', '$[0]')
+            THEN o.changed ELSE :at END
+FROM catalogue c JOIN paper p USING (grp)
+LEFT JOIN previous.arrival o ON o.id = c.id
+LEFT JOIN previous.paper op ON op.min_id = c.id
+"""
+# A paper under a new id (a record with a smaller one joined it) keeps the earliest `added` of the
+# previous papers it shares a merge key with (their `id:` keys included).
+_RENAMED_ARRIVALS = """
+UPDATE arrival SET added = found.added FROM (
+    SELECT c.id AS id, min(oa.added) AS added
+    FROM catalogue c
+    JOIN merge_key k ON k.grp = c.grp
+    JOIN previous.merge_key ok ON ok.key = k.key
+    JOIN previous.paper op ON op.grp = ok.grp
+    JOIN previous.arrival oa ON oa.id = op.min_id
+    WHERE c.id NOT IN (SELECT id FROM previous.arrival)
+    GROUP BY c.id
+) AS found
+WHERE arrival.id = found.id AND found.added < arrival.added
+"""
 
 
 class Group:
@@ -98,7 +131,7 @@ class MergeStore:
             shutil.copyfile(published, path)
         self.db = _connect(path)
         # An update's copy drops the catalogue: only a rebuild reads papers in catalogue order.
-        self.db.executescript(_SCHEMA if published is None else "DROP TABLE IF EXISTS catalogue;")
+        self.db.executescript(f"{_SCHEMA if published is None else 'DROP TABLE IF EXISTS catalogue;'}\n{_ARRIVAL};")
         # group → its (id, stored fields) before this merge touched it (None: new); only for updates
         self.changes: dict[int, tuple[str, dict[str, Any]] | None] | None = None if published is None else {}
         counts: tuple[int, int] = self.db.execute("SELECT records, removed FROM meta").fetchone()
@@ -186,17 +219,64 @@ class MergeStore:
                 private=where,
             ) from exc
 
-    def finish(self, records: int, journal_entries: int = 0) -> Collection:
+    def settle(self, departed: Iterable[str], arrived: Iterable[tuple[str, str | None]], at: str) -> dict[str, Arrival]:
+        """An update's arrivals: the papers with ids `departed` are gone; each (id, its id before
+        the update, None if new) was added or changed `at`. A changed paper keeps the earliest
+        `added` of its id before and its id now. Each arrived paper's arrival, by id."""
+        arrived = list(arrived)
+        asked = {old for _, old in arrived if old} | {paper_id for paper_id, _ in arrived}
+        known = {}
+        for paper_id in asked:
+            row = self.db.execute("SELECT added FROM arrival WHERE id = ?", (paper_id,)).fetchone()
+            if row is not None:
+                known[paper_id] = row[0]
+        gone = {*departed, *(old for _, old in arrived if old)}
+        self.db.executemany("DELETE FROM arrival WHERE id = ?", ((paper_id,) for paper_id in gone))
+        settled = {}
+        for paper_id, old in arrived:
+            earlier = [known[i] for i in (old, paper_id) if old is not None and i in known]
+            settled[paper_id] = Arrival(min(earlier, default=at), at)
+        self.db.executemany(
+            "INSERT OR REPLACE INTO arrival VALUES (?, ?, ?)",
+            ((paper_id, found.added, found.changed) for paper_id, found in settled.items()),
+        )
+        return settled
+
+    def finish(
+        self, records: int, journal_entries: int = 0, at: str | None = None, previous: Path | None = None
+    ) -> Collection:
         """The merged papers, `records` merged in all, ever (record numbers never repeat, so a new
-        paper never takes an old one's number); a rebuild's in catalogue order too. They include
+        paper never takes an old one's number); a rebuild's in catalogue order too, each arrived
+        `at` unless the `previous` generation's collection file held it (`_arrivals`). They include
         the journal's first `journal_entries` changes, which the engine keeps with the generation."""
         removed = self.removed_before + self.records_removed
         self.db.execute("UPDATE meta SET records = ?, removed = ?", (records, removed))
         self.db.execute("COMMIT")
         if self.changes is None:
             self.db.executescript(_CATALOGUE)
+            _arrivals(self.db, at or now(), previous)
         self.db.close()
         return Collection(self.scratch, records - removed, journal_entries)  # less those of removed papers
+
+
+def _arrivals(db: sqlite3.Connection, at: str, previous: Path | None) -> None:
+    """A rebuild's arrivals: kept from the `previous` collection file where it has them, else `at`.
+    A previous file that cannot be read (damaged, or written before arrivals) costs the arrivals
+    it held, never the rebuild: its papers then count as new."""
+    if previous is not None and previous.is_file():
+        try:
+            db.execute("ATTACH DATABASE ? AS previous", (str(previous),))
+            try:
+                if db.execute("SELECT 1 FROM previous.sqlite_master WHERE name = 'arrival'").fetchone():
+                    db.execute(_KEPT_ARRIVALS, {"at": at})
+                    db.execute(_RENAMED_ARRIVALS)
+                    return
+            finally:
+                db.execute("DETACH DATABASE previous")
+        except sqlite3.DatabaseError as exc:
+            log.warning("papers count as new: the previous collection file %s cannot be read: %s", previous, exc)
+            db.execute("DELETE FROM arrival")
+    db.execute("INSERT INTO arrival SELECT id, :at, :at FROM catalogue", {"at": at})
 
 
 class Collection:
@@ -235,22 +315,26 @@ class Collection:
         return (paper for paper, _oldest in self.catalogue())
 
     def __getitem__(self, paper_id: str) -> Paper:
-        row = self._db.execute("SELECT min_id, doc FROM paper WHERE min_id = ?", (paper_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT p.min_id, p.doc, a.added, a.changed FROM paper p LEFT JOIN arrival a ON a.id = p.min_id "
+            "WHERE p.min_id = ?",
+            (paper_id,),
+        ).fetchone()
         if row is None:
             raise KeyError(paper_id)
-        return Paper.decoded(row[1], row[0])
+        return _arrived(Paper.decoded(row[1], row[0]), row[2], row[3])
 
     def catalogue(self, start: int = 0, end: int | None = None) -> Iterator[tuple[Paper, int]]:
         """Papers `start` to `end` of the newest-first order, each with its rank oldest first."""
         db = _connect(self.path)
         try:
             rows = db.execute(
-                "SELECT c.id, c.oldest, p.doc FROM catalogue c JOIN paper p USING (grp) "
-                "WHERE c.position >= ? AND c.position < ? ORDER BY c.position",
+                "SELECT c.id, c.oldest, p.doc, a.added, a.changed FROM catalogue c JOIN paper p USING (grp) "
+                "LEFT JOIN arrival a USING (id) WHERE c.position >= ? AND c.position < ? ORDER BY c.position",
                 (start, self._size if end is None else end),
             )
-            for paper_id, oldest, doc in rows:
-                yield Paper.decoded(doc, paper_id), oldest
+            for paper_id, oldest, doc, added, changed in rows:
+                yield _arrived(Paper.decoded(doc, paper_id), added, changed), oldest
         finally:
             db.close()
 
@@ -290,6 +374,12 @@ def filed_under(path: Path, key: str) -> str | None:
     with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)) as db:
         row = db.execute("SELECT p.min_id FROM merge_key k JOIN paper p USING (grp) WHERE k.key = ?", (key,)).fetchone()
     return row[0] if row and isinstance(row[0], str) else None
+
+
+def _arrived(paper: Paper, added: str | None, changed: str | None) -> Paper:
+    if added is not None and changed is not None:
+        paper.arrival = Arrival(added, changed)
+    return paper
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -36,20 +36,22 @@ def merge_records(
     changes: Iterable[JournalEntry] = (),
     replayed: Replayed | None = None,
     limits: FieldLimits = DEFAULT_LIMITS,
+    previous: Path | None = None,
 ) -> Collection:
     """Merge records that share an identifier, on disk in a folder made in `scratch` (None: the
     system's temporary directory; `ingest.collection`): memory stays flat whatever the input size.
     Then replay `changes` (the journal's, in order) by the same rules: their records merge with
     the sources' papers, their removed ids go, counted in `replayed`. Every paper keeps within
-    `limits`, merged ones and those of changes journaled before limits existed too. Close the
-    collection when done."""
+    `limits`, merged ones and those of changes journaled before limits existed too. The papers the
+    `previous` generation's collection file holds keep their arrivals (`core.arrival`); the others
+    arrive now. Close the collection when done."""
     store = MergeStore(scratch)
     tally = Replayed() if replayed is None else replayed
     try:
         with store.failures_explained():
             replayed_records = _replay(store, changes, tally, limits, warn)
             merged = merge_into(store, itertools.chain(records, replayed_records), warn, limits)
-            return store.finish(merged, tally.changes)
+            return store.finish(merged, tally.changes, previous=previous)
     except BaseException:
         store.discard()
         raise

@@ -114,6 +114,7 @@ def rebuild(
         changes = backend.journal()
         published = published_changes(backend, changes)
         made_from = fingerprint(backend, files)
+        published_generation = backend.published()
         reason = "--force was given" if force else _stale(backend, made_from, changes, published, discard_changes)
         if reason is None:
             return _up_to_date(backend, names, changes, published, progress, started)
@@ -123,7 +124,8 @@ def rebuild(
             # Beside the index, not in /tmp: that is often a RAM disk, whose files would count as memory.
             records = counted(read_records(files, note, by_format, limits), advance)
             replay = () if discard_changes else changes.changes(published)
-            collection = merge_records(records, note, backend.settings.index_dir, replay, replayed, limits)
+            previous = collection_file(backend, published_generation) if published_generation else None
+            collection = merge_records(records, note, backend.settings.index_dir, replay, replayed, limits, previous)
         provenance = {"sources": names, FINGERPRINT: made_from}
         with collection, progress("indexing", len(collection)) as advance:
             generation = backend.build(collection, advance, provenance, keep_collection(backend, collection))

@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from searchsvc.backends import Backend
 from searchsvc.core.acronyms import merged, mine, text_of
+from searchsvc.core.arrival import now
 from searchsvc.core.catalogue import Change, Idempotency, JournalEntry
 from searchsvc.core.errors import IndexUnavailable, SearchsvcError, storage_full_explained
 from searchsvc.core.paper import Paper, SourceLocation
@@ -132,8 +132,8 @@ def add(
     by = origin or f"searchsvc add {' '.join(map(str, sources))}"
     provenance = {"added_from": origin or [str(s) for s in sources]}
 
-    def asked() -> JournalEntry:
-        return JournalEntry(_now(), by, read)
+    def asked(at: str) -> JournalEntry:
+        return JournalEntry(at, by, read)
 
     return _update(backend, merge, report, progress, provenance, embed, by, asked, idempotency)
 
@@ -156,8 +156,8 @@ def remove(
         report.missing = [paper_id for paper_id in dict.fromkeys(ids) if not store.remove(paper_id)]
         return store.records_before
 
-    def change() -> JournalEntry:
-        return JournalEntry(_now(), origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
+    def change(at: str) -> JournalEntry:
+        return JournalEntry(at, origin, removed=[i for i in dict.fromkeys(ids) if i not in report.missing])
 
     return _update(backend, merge, report, progress, {"removed": list(ids)}, embed, origin, change, idempotency)
 
@@ -170,11 +170,11 @@ def _update(
     provenance: dict[str, Any],
     embed: bool,
     by: str,
-    asked: Callable[[], JournalEntry],
+    asked: Callable[[str], JournalEntry],
     idempotency: Idempotency | None,
 ) -> ChangeReport:
     """Merge, publish what changed and journal it (`by`: who asked, as the journal names them; `asked`:
-    the change as the journal keeps it), unless the journal holds the change made under the same
+    the change as the journal keeps it, made at the time given), unless the journal holds the change made under the same
     idempotency key: then its report."""
     started = time.monotonic()
     with ExitStack() as held:
@@ -204,7 +204,7 @@ def _publish(
     report: ChangeReport,
     progress: ProgressFactory,
     provenance: dict[str, Any],
-    asked: Callable[[], JournalEntry],
+    asked: Callable[[str], JournalEntry],
     idempotency: Idempotency | None,
 ) -> ChangeReport | None:
     """Merge and, if anything changed, journal and publish it, holding the index's lock; into `report`.
@@ -227,7 +227,8 @@ def _publish(
     try:
         with store.failures_explained():
             records = merge(store)
-            change = _classify(store, report)
+            at = now()  # the change's time: its journal entry's, and its papers' arrival (core.arrival)
+            change = _classify(store, report, at)
             changed = bool(change.deleted or change.added)
             collection = store.finish(records, before + changed)
     except BaseException:
@@ -236,7 +237,7 @@ def _publish(
     report.generation = published
     with collection:
         if changed:
-            entry = _keyed(asked(), idempotency, report)
+            entry = _keyed(asked(at), idempotency, report)
             journal.append(entry)  # durable before the change is published
             # The published acronyms and the new papers': mining all 300,000 papers again would cost a write seconds.
             acronyms = merged(published_acronyms(backend), mine(text_of(p.title, p.abstract) for p in change.added))
@@ -289,19 +290,21 @@ def _semantic_ranking(backend: Backend, report: ChangeReport, embedded: bool) ->
     return str(backend.status()["semantic_ranking"])
 
 
-def _classify(store: MergeStore, report: ChangeReport) -> Change:
-    """The engine's change and the report's lists, from the papers the merge touched."""
+def _classify(store: MergeStore, report: ChangeReport, at: str) -> Change:
+    """The engine's change and the report's lists, from the papers the merge touched; the papers
+    added or changed arrive `at` (a changed one keeps when it was first added)."""
     assert store.changes is not None  # a store opened on a published collection notes its changes
     deleted: list[str] = []
     added = []
+    arrived: list[tuple[str, str | None]] = []  # (id now, id before the change: None if new)
     for number, before in sorted(store.changes.items()):
-        now = store.current(number)
-        if now is None:
+        current = store.current(number)
+        if current is None:
             if before is not None:
                 deleted.append(before[0])
                 report.removed.append(before[0])
             continue
-        paper, paper_id = now
+        paper, paper_id = current
         if before is None:
             report.added.append(paper_id)
         elif before == (paper_id, paper.stored()):
@@ -313,6 +316,10 @@ def _classify(store: MergeStore, report: ChangeReport) -> Change:
             if before[0] != paper_id:
                 report.removed.append(before[0])
         added.append(paper)
+        arrived.append((paper_id, None if before is None else before[0]))
+    arrivals = store.settle(deleted, arrived, at)
+    for paper in added:
+        paper.arrival = arrivals[paper.id]
     return Change(deleted, added)
 
 
@@ -341,7 +348,3 @@ def _kept(records: Iterable[Paper], kept: list[Paper], origin: str | None) -> It
         named = [SourceLocation(origin, source.line) for source in record.sources] if origin else record.sources
         kept.append(dataclasses.replace(copy.deepcopy(record), sources=named))  # as read: merging changes it
         yield record
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,4 +1,4 @@
-"""A search's newest papers as an Atom 1.0 document (RFC 4287), written with ElementTree.
+"""A search's papers most recently added as an Atom 1.0 document (RFC 4287), written with ElementTree.
 
 ElementTree escapes every text and attribute; what it does not refuse are characters XML 1.0
 cannot hold at all (most C0 controls, U+FFFE, U+FFFF, lone surrogates), which a record may
@@ -37,7 +37,7 @@ class FeedHead:
     search_pairs: Sequence[tuple[str, str]]  # the search, as canonical query parameters: the feed's identity
     self_link: str  # this feed
     page_link: str  # the same search on the search page
-    updated: str  # RFC 3339: when the papers it lists from last changed (web/health.changed_at)
+    updated: str  # RFC 3339: when the latest of its entries changed (core.arrival)
 
 
 def feed_id(search_pairs: Sequence[tuple[str, str]]) -> str:
@@ -64,7 +64,7 @@ def atom_feed(head: FeedHead, papers: Sequence[Paper], paper_link: Callable[[str
         entry = ElementTree.SubElement(feed, _tag("entry"))
         _text(entry, "id", entry_id(paper.id))
         _text(entry, "title", paper.title)
-        _text(entry, "updated", head.updated)
+        _text(entry, "updated", paper.arrival.changed if paper.arrival else head.updated)
         if paper.publication.date:  # its first day, as RFC 3339 wants a whole date and time
             _text(entry, "published", _first_instant(paper.publication.date))
         _link(entry, "alternate", paper_link(paper.id), "text/html")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
+from searchsvc.core.arrival import iso_second
 from searchsvc.core.model import LIST_FACETS, SearchRequest, SearchResult
 
 _PAGES_AROUND = 2  # page links shown either side of the current page
@@ -29,6 +30,8 @@ def search_pairs(request: SearchRequest) -> list[tuple[str, str]]:
     pairs += [(name, value) for name in LIST_FACETS for value in getattr(request, name)]
     ranges = ("year_from", "year_to", "date_from", "date_to")
     pairs += [(name, str(getattr(request, name))) for name in ranges if getattr(request, name)]
+    if request.added_since is not None:
+        pairs.append(("added_since", iso_second(request.added_since)))
     return pairs
 
 
@@ -118,7 +121,14 @@ class SearchLinks:
     def clear_filters(self) -> str:
         return self.to(
             self._first_page(
-                subject=(), author=(), venue=(), year_from=None, year_to=None, date_from=None, date_to=None
+                subject=(),
+                author=(),
+                venue=(),
+                year_from=None,
+                year_to=None,
+                date_from=None,
+                date_to=None,
+                added_since=None,
             )
         )
 
@@ -141,6 +151,9 @@ class SearchLinks:
         if request.dated:
             clear = self.to(self._first_page(date_from=None, date_to=None))
             chips.insert(0, Chip("date", range_label(request.date_from, request.date_to), clear))
+        if request.added_since is not None:
+            clear = self.to(self._first_page(added_since=None))
+            chips.insert(0, Chip("added", f"added since {iso_second(request.added_since)}", clear))
         if request.years:
             clear = self.to(self._first_page(year_from=None, year_to=None))
             chips.insert(0, Chip("year", range_label(request.year_from, request.year_to), clear))

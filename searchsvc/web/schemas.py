@@ -12,6 +12,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_dump, post_load, pre_dump, validate, validates_schema
 
+from searchsvc.core.arrival import iso_second, since_second
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.core.model import (
@@ -43,6 +44,11 @@ def _iso_date(text: str | None) -> None:
 
 
 _OUT_OF_RANGE = "Must be between {min} and {max}."
+
+
+def _instant(text: str | None) -> None:
+    if text is not None and (len(text) > len("2026-12-04T22:04:13.123456+01:00") or since_second(text) is None):
+        raise ValidationError("Must be an ISO 8601 date or date and time: 2026-12-01 or 2026-12-04T22:04:13Z.")
 
 
 class SearchRequestSchema(Schema):
@@ -97,10 +103,24 @@ class SearchRequestSchema(Schema):
             **_ISO_DATE,
         },
     )
+    added_since = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=_instant,
+        metadata={
+            "description": "Only papers added to this index at or after this ISO 8601 instant (a date: from its "
+            "start, in UTC; a time without an offset: UTC). A change's changed_at gives the papers it added and "
+            "those added since.",
+            "example": "2026-12-04T22:04:13Z",
+        },
+    )
     sort = fields.String(
         load_default="relevance",
         validate=validate.OneOf(SORTS),
-        metadata={"description": "cited: most cited first, papers without a known count last."},
+        metadata={
+            "description": "cited: most cited first, papers without a known count last; added: the latest "
+            "additions to this index first."
+        },
     )
     page = fields.Integer(
         load_default=1,
@@ -167,6 +187,7 @@ class SearchRequestSchema(Schema):
             year_to=data["year_to"],
             date_from=iso_date(data["date_from"]) or None,
             date_to=iso_date(data["date_to"]) or None,
+            added_since=None if data.get("added_since") is None else since_second(data["added_since"]),
             sort=data.get("sort", "relevance"),
             page=data.get("page", 1),
             per_page=data.get("per_page", self.settings.default_per_page),
@@ -203,15 +224,15 @@ class FacetLookupRequestSchema(SearchRequestSchema):
         return FacetLookupRequest(self._search_request(data), prefix=data["prefix"].strip(), limit=data["limit"])
 
 
-FEED_ENTRIES = 50  # papers in a feed: the newest ones matching its search
+FEED_ENTRIES = 50  # papers in a feed: those of its search most recently added to this index
 
 
 class FeedRequestSchema(SearchRequestSchema):
-    """A feed: a search's query and filters. Its papers are always the newest `FEED_ENTRIES`, so a
-    search page's sort and paging are accepted (its URL works with the path changed) and ignored."""
+    """A feed: a search's query and filters. Its papers are always the `FEED_ENTRIES` most recently
+    added, so a search page's sort and paging are accepted (its URL works with the path changed) and ignored."""
 
     def _build(self, data: dict[str, Any]) -> SearchRequest:
-        return self._search_request({**data, "sort": "newest", "page": 1, "per_page": FEED_ENTRIES})
+        return self._search_request({**data, "sort": "added", "page": 1, "per_page": FEED_ENTRIES})
 
 
 class AuthorRequestSchema(SearchRequestSchema):
@@ -233,6 +254,7 @@ _SEARCH_FILTERS = (
     "year_to",
     "date_from",
     "date_to",
+    "added_since",
 )  # what an export by id leaves out
 
 
@@ -381,6 +403,12 @@ class QuerySchema(Schema):
     year_to = fields.Integer(allow_none=True, required=True)
     date_from = fields.String(allow_none=True, required=True)
     date_to = fields.String(allow_none=True, required=True)
+    added_since = fields.Function(
+        lambda request: None if request.added_since is None else iso_second(request.added_since),
+        allow_none=True,
+        required=True,
+        metadata={"type": "string"},
+    )
     sort = fields.String(required=True)
     page = fields.Integer(required=True)
     per_page = fields.Integer(required=True)
@@ -456,6 +484,18 @@ class PaperSchema(Schema):
         metadata={"description": "Author name (as in authors) → ORCID iD (0000-0002-1825-0097), if a source gave one."},
     )
     identifiers = fields.Nested(IdentifiersSchema, required=True)
+    added = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "When the paper entered this index (ISO 8601, UTC), kept across rebuilds."},
+    )
+    changed = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "When it was added or last changed here: by a change, or a rebuild that read it otherwise."
+        },
+    )
 
     @pre_dump
     def _with_publication(self, paper: Paper | Hit, **_: Any) -> dict[str, Any]:
@@ -468,6 +508,8 @@ class PaperSchema(Schema):
             "venue": found.venue or None,
             "citations": citations,
             "orcids": found.orcids_of(paper.authors),
+            "added": paper.arrival.added if paper.arrival else None,
+            "changed": paper.arrival.changed if paper.arrival else None,
         }
 
 

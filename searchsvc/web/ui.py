@@ -27,7 +27,13 @@ from searchsvc.web.year_histogram import year_histogram
 
 blueprint = Blueprint("ui", __name__)
 
-SORT_LABELS = {"relevance": "Relevance", "newest": "Newest first", "oldest": "Oldest first", "cited": "Most cited"}
+SORT_LABELS = {
+    "relevance": "Relevance",
+    "newest": "Newest first",
+    "oldest": "Oldest first",
+    "cited": "Most cited",
+    "added": "Recently added",
+}
 assert set(SORT_LABELS) == set(SORTS)
 _FORM_FIELDS = ("q", "sort")  # what the search form shows; it carries the rest as hidden fields
 # The lookup boxes of the facets with thousands of values ("find_author=nau"): part of the page's

@@ -49,6 +49,7 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
         "year_to": None,
         "date_from": None,
         "date_to": None,
+        "added_since": None,
         "sort": "relevance",
         "page": 1,
         "per_page": 3,

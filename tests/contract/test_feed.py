@@ -1,5 +1,6 @@
-"""`GET /feed.atom`: any search's newest papers as Atom 1.0, read by feedparser as a feed reader
-would, on both engines; conditional requests answered 304 until a rebuild."""
+"""`GET /feed.atom`: any search's papers latest added as Atom 1.0, read by feedparser as a feed reader
+would, on both engines; conditional requests answered 304 while its entries are unchanged
+(test_arrivals.py follows them across rebuilds and changes)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def read(client: FlaskClient, query: str) -> feedparser.FeedParserDict:
     return parsed
 
 
-def test_the_feed_of_a_search_lists_its_papers_newest_first(client: FlaskClient) -> None:
+def test_the_feed_of_a_search_lists_its_papers_latest_added_first(client: FlaskClient) -> None:
+    """One rebuild added every seed paper at once: ties go newest first."""
     feed = read(client, "q=recommendation")
     searched = client.get("/api/search?q=recommendation&sort=newest&per_page=50").get_json()
     assert len(feed.entries) == searched["total"] == 18
@@ -51,7 +53,7 @@ def test_the_feed_of_a_search_lists_its_papers_newest_first(client: FlaskClient)
     assert [tag.term for tag in first.tags] == paper["subjects"]
 
 
-def test_ids_are_absolute_and_stable_and_dates_are_the_generations(client: FlaskClient) -> None:
+def test_ids_are_absolute_and_stable_and_dates_are_the_papers(client: FlaskClient) -> None:
     feed = read(client, "q=recommendation&subject=cs.LG")
     again = read(client, "subject=cs.LG&q=recommendation&sort=relevance&page=1")  # a search page's URL, reordered
     assert feed.feed.id == again.feed.id and feed.feed.id.startswith("urn:searchsvc:feed:")
@@ -59,17 +61,17 @@ def test_ids_are_absolute_and_stable_and_dates_are_the_generations(client: Flask
     assert all(re.fullmatch(r"urn:searchsvc:paper:[\w.%:-]+", entry.id) for entry in feed.entries)
     assert len({entry.id for entry in feed.entries}) == len(feed.entries)
     assert read(client, "q=recommendation").feed.id != feed.feed.id
-    built = client.get("/readyz").get_json()["built_at"]
-    assert datetime.fromisoformat(feed.feed.updated) == datetime.fromisoformat(built)
-    assert all(entry.updated == feed.feed.updated for entry in feed.entries)
-    # Each entry is published on its paper's date, as precisely as known (the seeds give years).
-    searched = client.get("/api/search?q=recommendation&subject=cs.LG&sort=newest&per_page=50").get_json()
+    # Each entry is updated when its paper last changed here, and the feed when the latest of them did;
+    # it is published on its paper's date, as precisely as known (the seeds give years).
+    searched = client.get("/api/search?q=recommendation&subject=cs.LG&sort=added&per_page=50").get_json()
+    assert [entry.updated for entry in feed.entries] == [hit["changed"] for hit in searched["results"]]
+    assert feed.feed.updated == max(hit["changed"] for hit in searched["results"])
     assert [entry.published for entry in feed.entries] == [
         f"{hit['date']}-01-01T00:00:00Z" for hit in searched["results"]
     ]
     links = {link.rel: link.href for link in feed.feed.links}
     assert parse_qs(urlsplit(links["self"]).query) == {"q": ["recommendation"], "subject": ["cs.LG"]}
-    wanted = {"q": ["recommendation"], "subject": ["cs.LG"], "sort": ["newest"]}
+    wanted = {"q": ["recommendation"], "subject": ["cs.LG"], "sort": ["added"]}
     assert parse_qs(urlsplit(links["alternate"]).query) == wanted
 
 
@@ -142,10 +144,12 @@ def test_a_poll_after_an_add_gets_the_new_paper_and_its_date(factory: BackendFac
     first = client.get("/feed.atom?q=lattice")
     time.sleep(1.05 - time.time() % 1)  # HTTP dates count whole seconds: the add lands in a later one
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"}
-    assert client.post("/api/papers", data=jsonl(made_up_papers("numbat", 1)), headers=headers).status_code == 200
+    written = client.post("/api/papers", data=jsonl(made_up_papers("numbat", 1)), headers=headers)
+    assert written.status_code == 200
     poll = client.get("/feed.atom?q=lattice", headers={"If-Modified-Since": first.headers["Last-Modified"]})
     assert poll.status_code == 200 and poll.headers["Last-Modified"] != first.headers["Last-Modified"]
     feed = read(client, "q=lattice")
     assert "urn:searchsvc:paper:numbat-00" in [entry.id for entry in feed.entries]
-    changed = client.get("/readyz").get_json()["changed_at"]
+    changed = written.get_json()["changed_at"]  # the change's time, which its papers carry
     assert datetime.fromisoformat(feed.feed.updated) == datetime.fromisoformat(changed)
+    assert feed.entries[0].id == "urn:searchsvc:paper:numbat-00" and feed.entries[0].updated == feed.feed.updated

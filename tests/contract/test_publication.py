@@ -164,7 +164,7 @@ def test_dates_known_to_the_year_or_month_and_the_most_cited_first(build: Build)
         ("date_from=2021-13", "date_from", "Must be an ISO 8601 date: 2021-06-29, 2021-06 or 2021."),
         ("date_to=yesterday", "date_to", "Must be an ISO 8601 date: 2021-06-29, 2021-06 or 2021."),
         ("date_from=2021-06-02&date_to=2021-06-01", "date_to", "Must not be before date_from (2021-06-02)."),
-        ("sort=popular", "sort", "Must be one of: relevance, newest, oldest, cited."),
+        ("sort=popular", "sort", "Must be one of: relevance, newest, oldest, cited, added."),
     ],
 )
 def test_a_bad_date_or_sort_is_a_400_naming_it(samples: FlaskClient, params: str, field: str, message: str) -> None:

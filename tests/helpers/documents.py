@@ -29,6 +29,8 @@ HIT_KEYS = (
     "authors",
     "orcids",
     "identifiers",
+    "added",
+    "changed",
     "score",
     "highlights",
     "matched",

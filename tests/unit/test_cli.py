@@ -38,6 +38,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
         "year_to": None,
         "date_from": None,
         "date_to": None,
+        "added_since": None,
         "sort": "relevance",
         "page": 1,
         "per_page": 10,

@@ -24,8 +24,8 @@ from searchsvc.backends.analysis import (
 )
 
 # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`; 5: `publication`,
-# `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`
-MAPPING_VERSION = 6
+# `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`; 7: `added`, `changed`
+MAPPING_VERSION = 7
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
@@ -40,6 +40,7 @@ VENUE = "venue"
 NAME_WORDS = "words"  # the venue's subfield of unstemmed words, as `authors` is: `venue:` clauses
 FIRST_DAY, LAST_DAY = "first_day", "last_day"
 CITATIONS = "citations"
+ADDED = "added"  # Paper.stored()'s `added` (core.arrival): `sort=added`, `added_since`
 FOLDED = "folded"  # subfield of subjects and authors: the value case- and accent-folded
 AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and display
 VECTOR = "vector"  # base64 of the paper's float16 vector, as the vector store holds it
@@ -121,6 +122,8 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 LAST_DAY: {"type": "integer"},
                 CITATIONS: {"type": "integer"},
                 "year": {"type": "integer"},
+                ADDED: {"type": "date", "format": "date_time_no_millis"},
+                "changed": {"type": "keyword", "index": False, "doc_values": False},  # shown, never searched
                 # Paper.stored()'s arXiv id, DOI and URL: kept in _source for links, never searched.
                 "identifiers": {"type": "object", "enabled": False},
                 # Paper.stored()'s venue, date, citations and ORCID iDs: shown and exported.

@@ -12,7 +12,16 @@ import re
 from typing import Any, Literal
 
 from searchsvc.backends.analysis import WORD_PATTERN
-from searchsvc.backends.opensearch.mapping import BOOSTS, EXACT, FIRST_DAY, FOLDED, LAST_DAY, NAME_WORDS, VENUE
+from searchsvc.backends.opensearch.mapping import (
+    ADDED,
+    BOOSTS,
+    EXACT,
+    FIRST_DAY,
+    FOLDED,
+    LAST_DAY,
+    NAME_WORDS,
+    VENUE,
+)
 from searchsvc.core.model import SearchRequest
 from searchsvc.core.query import (
     NAME_FIELDS,
@@ -96,8 +105,8 @@ def year_range(low: int | None, high: int | None) -> Dsl:
 
 
 def filters(request: SearchRequest) -> dict[str, Dsl | None]:
-    """Per facet, the filter the request sets on it (None: not filtered); the date range, which is
-    no facet, under "date", so every facet is counted under it."""
+    """Per facet, the filter the request sets on it (None: not filtered); the date range and
+    `added_since`, which are no facets, under "date" and "added", so every facet is counted under them."""
     years = dates = None
     if request.years:
         years = year_range(request.year_from, request.year_to)
@@ -107,6 +116,11 @@ def filters(request: SearchRequest) -> dict[str, Dsl | None]:
     return {
         "year": years,
         "date": dates,
+        "added": (
+            None
+            if request.added_since is None
+            else {"range": {ADDED: {"gte": request.added_since, "format": "epoch_second"}}}
+        ),
         "subject": {"terms": {f"subjects.{FOLDED}": list(request.subject)}} if request.subject else None,
         "author": {"terms": {f"authors.{FOLDED}": list(request.author)}} if request.author else None,
         "venue": {"terms": {f"{VENUE}.{FOLDED}": list(request.venue)}} if request.venue else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from searchsvc.backends.opensearch.mapping import (
+    ADDED,
     AUTHOR_VALUE,
     CITATIONS,
     EXACT,
@@ -22,7 +23,7 @@ from searchsvc.core.query import Node, as_typed, required_words, widened
 from searchsvc.core.ranking import LAST_TIER, RELATED_KEY_TERMS
 from searchsvc.settings import Settings
 
-SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers", "publication"]
+SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers", "publication", "added", "changed"]
 FACET_FIELDS = {"year": "year", "subject": "subjects", "author": AUTHOR_VALUE, "venue": VENUE}
 FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}", "venue": f"{VENUE}.{FOLDED}"}
 # Values fetched per facet before the display order is applied: the cluster orders ties by
@@ -39,6 +40,7 @@ SORTS = {
     "newest": [{"year": _BY_YEAR}, {"id": "asc"}],
     "oldest": [{"year": {"order": "asc", "missing": "_last"}}, {"id": "asc"}],
     "cited": [{CITATIONS: {"order": "desc", "missing": "_last"}}, {"year": _BY_YEAR}, {"id": "asc"}],
+    "added": [{ADDED: {"order": "desc", "missing": "_last"}}, {"year": _BY_YEAR}, {"id": "asc"}],
 }
 HIGHLIGHT = {
     "pre_tags": ["<mark>"],

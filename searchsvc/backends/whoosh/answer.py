@@ -137,7 +137,9 @@ class WhooshAnswer:
 
     def page(self) -> list[int]:
         order = self._found.gen.order
-        by = {"oldest": order.by_oldest, "cited": order.by_cited}.get(self._request.sort, order.by_newest)
+        by = {"oldest": order.by_oldest, "cited": order.by_cited, "added": order.by_added}.get(
+            self._request.sort, order.by_newest
+        )
         return [int(docnum) for docnum in by[self._found.allowed[by]][self._request.start : self._request.end]]
 
     def hits(self, ranked: Ranked) -> list[Hit]:

@@ -3,8 +3,8 @@
 A rebuild numbers documents newest first, but an update (`updates.py`) appends its
 papers as a new segment and marks the papers it replaces as deleted, so document numbers
 no longer follow the catalogue. Ties between equal scores, the `newest` and `oldest` sorts
-(and `cited`) all go by these arrays instead, computed once per generation from the segments' ids,
-years and citation counts:
+(and `cited` and `added`) all go by these arrays instead, computed once per generation from the
+segments' ids, years, citation counts and arrivals:
 the same order either way (`core.paper.catalogue_key`), so an updated generation ranks
 exactly as a rebuild of the same papers.
 """
@@ -31,6 +31,7 @@ class DocOrder:
     by_newest: Ints  # live document numbers, newest first
     by_oldest: Ints  # live document numbers, oldest first
     by_cited: Ints  # live document numbers, most cited first (unknown counts last), ties newest first
+    by_added: Ints  # live document numbers, newest additions to this index first, ties newest first
 
     @property
     def deleted(self) -> list[int]:
@@ -46,11 +47,11 @@ class DocOrder:
                 live[np.fromiter(leaf.segment().deleted_docs(), dtype=np.int64) + offset] = False
         # Ids are ASCII (core.paper.id_problem), so their bytes sort as the strings do.
         ids = np.concatenate([segment.ids for segment in segments]) if segments else np.empty(0, dtype="S1")
-        years, cited = (
+        years, cited, added = (
             np.concatenate([segment.numbers(name, missing) for segment in segments])
             if segments
             else np.empty(0, np.int64)
-            for name, missing in (("year", 0), ("citations", -1))
+            for name, missing in (("year", 0), ("citations", -1), ("added", 0))
         )
         undated = years == 0
         docs = np.flatnonzero(live)
@@ -58,8 +59,9 @@ class DocOrder:
         by_newest = docs[np.lexsort((ids[docs], -years[docs], undated[docs]))]
         by_oldest = docs[np.lexsort((ids[docs], years[docs], undated[docs]))]
         by_cited = by_newest[np.argsort(-cited[by_newest], kind="stable")]  # unknown (-1) after 0
+        by_added = by_newest[np.argsort(-added[by_newest], kind="stable")]
         rank = np.full(count, count, dtype=np.int64)
         rank[by_newest] = np.arange(len(by_newest))
-        for array in (live, rank, by_newest, by_oldest, by_cited):
+        for array in (live, rank, by_newest, by_oldest, by_cited, by_added):
             array.setflags(write=False)
-        return cls(live, rank, by_newest, by_oldest, by_cited)
+        return cls(live, rank, by_newest, by_oldest, by_cited, by_added)

@@ -170,16 +170,20 @@ class FacetIndex:
 
     def filters(self, request: SearchRequest) -> Filters:
         """Per facet, the documents its filter allows (None: that facet is not filtered); the date
-        range, which is no facet, under "date", so every facet is counted under it."""
-        year, date = self._facets["year"], self._facets["date"]
-        years = dates = None
+        range and `added_since`, which are no facets, under "date" and "added", so every facet is
+        counted under them."""
+        year, date, added = self._facets["year"], self._facets["date"], self._facets["added"]
+        years = dates = arrived = None
         if request.years:
             years = year.docs([i for i, value in enumerate(year.values) if request.year_selected(int(value))])
         if request.dated:
             dates = date.docs([i for i, value in enumerate(date.values) if request.date_selected(str(value))])
+        if request.added_since is not None:
+            arrived = added.docs([i for i, value in enumerate(added.values) if int(value) >= request.added_since])
         return {
             "year": years,
             "date": dates,
+            "added": arrived,
             **{name: self._value_filter(name, getattr(request, name)) for name in LIST_FACETS},
         }
 

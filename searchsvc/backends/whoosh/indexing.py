@@ -110,6 +110,7 @@ def document(paper: Paper) -> dict[str, Any]:
         "facet_venue": _column_list([found.venue] if found.venue else []),
         "facet_date": _column_list([found.date] if found.date else []),
         "facet_citations": _column_list([] if found.citations is None else [found.citations]),
+        "facet_added": _column_list([paper.arrival.added_second] if paper.arrival else []),
     }
 
 

@@ -35,8 +35,9 @@ PAIR_SEPARATOR = " "  # never inside a word: the tokenizer splits at spaces
 PAIRED_ABOVE = 128
 
 # Facet name → the column holding each paper's exact values (a JSON list, so any
-# character, commas included, can be part of a value). `date` and `citations` are read by the same
-# arrays (facets.py, doc_order.py) for the date filter and the `cited` sort, and never listed.
+# character, commas included, can be part of a value). `date`, `citations` and `added` (seconds since
+# 1970: core.arrival) are read by the same arrays (facets.py, doc_order.py) for the date filter, the
+# `cited` and `added` sorts and `added_since`, and never listed.
 FACET_COLUMNS = {
     "year": "facet_year",
     "subject": "facet_subject",
@@ -44,13 +45,16 @@ FACET_COLUMNS = {
     "venue": "facet_venue",
     "date": "facet_date",
     "citations": "facet_citations",
+    "added": "facet_added",
 }
+NUMBER_FACETS = ("year", "citations", "added")  # the columns of whole numbers; the others hold text
 
-# 11: `venue` words for `venue:` clauses, an acronym's plural stemmed as its singular; 10: stored
-# `publication` (venue, date, citations, ORCID iDs), the venue facet, date and citation columns;
-# 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids in a column (doc_order.py), no
-# oldest-rank column; 7: stored `identifiers`
-SCHEMA_VERSION = 11
+# 12: stored `added` and `changed` (core.arrival), the `added` column; 11: `venue` words for
+# `venue:` clauses, an acronym's plural stemmed as its singular; 10: stored `publication` (venue,
+# date, citations, ORCID iDs), the venue facet, date and citation columns; 9: word pairs of the
+# unstemmed fields (PAIR_FIELDS); 8: ids in a column (doc_order.py), no oldest-rank column; 7: stored
+# `identifiers`
+SCHEMA_VERSION = 12
 
 
 class SnowballStemFilter(Filter):
@@ -151,10 +155,13 @@ def build_schema() -> Schema:
         authors=STORED(),
         identifiers=STORED(),  # Paper.stored(): shown and exported, never searched
         publication=STORED(),  # Paper.stored(): venue, date, citations and ORCID iDs, shown and exported
+        added=STORED(),  # Paper.stored(): when it entered this index (core.arrival)
+        changed=STORED(),  # Paper.stored(): when it last changed here, a feed entry's `updated`
         facet_year=COLUMN(VarBytesColumn()),
         facet_subject=COLUMN(VarBytesColumn()),
         facet_author=COLUMN(VarBytesColumn()),
         facet_venue=COLUMN(VarBytesColumn()),
         facet_date=COLUMN(VarBytesColumn()),
         facet_citations=COLUMN(VarBytesColumn()),
+        facet_added=COLUMN(VarBytesColumn()),
     )

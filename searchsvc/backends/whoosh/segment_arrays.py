@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from whoosh.reading import IndexReader
 
-from searchsvc.backends.whoosh.schema import FACET_COLUMNS
+from searchsvc.backends.whoosh.schema import FACET_COLUMNS, NUMBER_FACETS
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.host import AST_LOCK
 
@@ -51,7 +51,7 @@ class SegmentArrays:
         return len(self.ids)
 
     def numbers(self, name: str, missing: int = 0) -> npt.NDArray[np.int64]:
-        """Document number → its value of the whole-number facet `name` (year, citations), or `missing`."""
+        """Document number → its value of the whole-number facet `name` (NUMBER_FACETS), or `missing`."""
         entries = self.facets[name]
         found = np.full(self.doc_count, missing, dtype=np.int64)
         found[entries.doc] = np.array(entries.values, dtype=np.int64)[entries.value] if entries.values else missing
@@ -147,7 +147,7 @@ def _load(path: Path, segment_id: str, doc_count: int) -> SegmentArrays:
         for name in FACET_COLUMNS:
             values = json.loads(data[f"{name}.values"].tobytes())
             docs, indices = data[f"{name}.doc"], data[f"{name}.value"]
-            kind = int if name == "year" else str
+            kind = int if name in NUMBER_FACETS else str
             if not isinstance(values, list) or not all(type(value) is kind for value in values):
                 raise ValueError(f"{name} values are not a list of {kind.__name__}")
             for array in (docs, indices):

@@ -84,7 +84,7 @@ def test_declared_limits_are_the_enforced_ones(client: FlaskClient, spec: dict[s
     longest = declared["q"]["schema"]["maxLength"]
     assert client.get("/api/search", query_string={"q": "a" * longest}).status_code == 200
     assert client.get("/api/search", query_string={"q": "a" * (longest + 1)}).status_code == 400
-    assert declared["sort"]["schema"]["enum"] == ["relevance", "newest", "oldest", "cited"]
+    assert declared["sort"]["schema"]["enum"] == ["relevance", "newest", "oldest", "cited", "added"]
     assert declared["subject"]["schema"]["maxItems"] == 50
     assert client.get("/api/search", query_string={"subject": ["s"] * 51}).status_code == 400
 

@@ -51,7 +51,7 @@ def test_the_query_is_echoed_escaped_everywhere(client: FlaskClient) -> None:
         ([("q", "x"), ("year_from", "2020"), ("year_to", "2019")], "year_to: Must not be before year_from (2020)."),
         ([("q", "x"), ("year_from", "soon")], "year_from: Not a valid integer."),
         ([("q", "x"), ("page", "2000")], "page: page * per_page must be at most 10000"),
-        ([("q", "x"), ("sort", "random")], "sort: Must be one of: relevance, newest, oldest, cited."),
+        ([("q", "x"), ("sort", "random")], "sort: Must be one of: relevance, newest, oldest, cited, added."),
         ([("q", "x"), ("colour", "blue")], "colour: Unknown field."),
         ([("q", "x"), ("q", "y")], "q: Given more than once."),
         ([("q", "x" * 501)], "q: Longer than the maximum of 500 characters."),
@@ -89,6 +89,17 @@ def test_paper_page_has_the_record_bibtex_and_related(client: FlaskClient) -> No
     assert f'<h1 class="paper-title">{found["title"]}</h1>' in html
     assert '<pre class="bibtex" id="bibtex"' in html and "@" in html
     assert html.count('class="hit"') == 5  # related_papers
+
+
+def test_the_page_says_when_a_paper_was_added_and_searches_by_it(client: FlaskClient) -> None:
+    found = client.get("/api/search?q=checkpointing&per_page=1").get_json()["results"][0]
+    html = page(client, f"/papers/{found['id']}")
+    day = found["added"][:10]
+    assert f'Added to this index on <time datetime="{found["added"]}">{day}</time>.' in html
+    listed = page(client, f"/?sort=added&added_since={day}")
+    assert '<option value="added" selected>Recently added</option>' in listed
+    assert f"added since {day}T00:00:00Z" in listed and listed.count('class="hit"') == 10
+    assert page(client, "/?added_since=2999-01-01").count('class="hit"') == 0
 
 
 def test_html_errors_outside_the_api_and_json_inside(client: FlaskClient) -> None:

@@ -12,6 +12,7 @@ import pytest
 from searchsvc.backends.whoosh import WhooshBackend, segment_arrays
 from searchsvc.backends.whoosh.facets import ValueTable
 from searchsvc.backends.whoosh.generations import FILES, MANIFEST, GenerationStore
+from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.updates import MAX_SMALL_SEGMENTS
 from searchsvc.core.facet_order import alphabetical_key
 from searchsvc.core.model import SearchRequest
@@ -77,6 +78,25 @@ def test_a_generation_without_arrays_is_read_from_its_columns_alike(make_index: 
         del manifest[FILES][path.name]
     (generation / MANIFEST).write_text(json.dumps(manifest))
     assert _answer(WhooshBackend(backend.settings)) == expected  # a process opening it afresh
+
+
+def test_whole_number_columns_are_read_from_the_arrays_file(
+    make_index: MakeIndex, index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Citation counts and arrivals are numbers in the file: read back as such, not refused and read
+    again from the columns (as every segment holding a citation count was on 4 December)."""
+    papers = [{**paper, "citations": number} for number, paper in enumerate(made_up_papers("wombat", 5))]
+    backend = make_index(papers, semantic_ranking=False)
+    monkeypatch.setattr(segment_arrays, "of_segment", lambda reader: pytest.fail("read from the columns"))
+    found = search(WhooshBackend(backend.settings), SearchRequest(q="", sort="cited"))
+    assert [hit.publication.citations for hit in found.hits] == [4, 3, 2, 1, 0]
+    generation = _generation(index_dir)
+    ix = open_index(generation)
+    with ix.reader() as reader:
+        arrays = segment_arrays.read(generation, reader)
+    ix.close()
+    assert sorted(arrays.numbers("citations").tolist()) == [0, 1, 2, 3, 4]
+    assert len(set(arrays.numbers("added").tolist())) == 1 and arrays.numbers("added")[0] > 1_700_000_000
 
 
 def test_a_value_table_extended_step_by_step_orders_values_as_one_sort() -> None:
