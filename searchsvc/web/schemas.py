@@ -454,21 +454,18 @@ class CitationsSchema(Schema):
         return {**data, "source": data["source"] or None}
 
 
+def _text_or_null(description: str) -> fields.String:
+    """A string field of every paper, null where unknown."""
+    return fields.String(allow_none=True, required=True, metadata={"description": description})
+
+
 class PaperSchema(Schema):
     id = fields.String(required=True)
     title = fields.String(required=True)
     abstract = fields.String(required=True)
     year = fields.Integer(allow_none=True, required=True)
-    date = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={"description": "ISO 8601, as precise as the sources: 2021, 2021-06 or 2021-06-29; null if unknown."},
-    )
-    venue = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={"description": "The journal or conference; null if no source names one."},
-    )
+    date = _text_or_null("ISO 8601, as precise as the sources: 2021, 2021-06 or 2021-06-29; null if unknown.")
+    venue = _text_or_null("The journal or conference; null if no source names one.")
     citations = fields.Nested(
         CitationsSchema,
         allow_none=True,
@@ -484,18 +481,8 @@ class PaperSchema(Schema):
         metadata={"description": "Author name (as in authors) → ORCID iD (0000-0002-1825-0097), if a source gave one."},
     )
     identifiers = fields.Nested(IdentifiersSchema, required=True)
-    added = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={"description": "When the paper entered this index (ISO 8601, UTC), kept across rebuilds."},
-    )
-    changed = fields.String(
-        allow_none=True,
-        required=True,
-        metadata={
-            "description": "When it was added or last changed here: by a change, or a rebuild that read it otherwise."
-        },
-    )
+    added = _text_or_null("When the paper entered this index (ISO 8601, UTC), kept across rebuilds.")
+    changed = _text_or_null("When it was added or last changed here: by a change, or a rebuild that read it otherwise.")
 
     @pre_dump
     def _with_publication(self, paper: Paper | Hit, **_: Any) -> dict[str, Any]:
