@@ -45,6 +45,8 @@ AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and 
 VECTOR = "vector"  # base64 of the paper's float16 vector, as the vector store holds it
 EMBEDDED = "embedded"  # true once `vector` is there: what counts papers still lacking one
 CONTENT_KEY = "content_key"  # hex of semantic.store.content_key of the paper's text
+# Title and abstract index their reading (core.tex); this holds each as written where it differs.
+TEX = "tex"
 # A merge that expunges deletes rewrites every segment holding one, not only those past 10%:
 # an update deletes a few papers per segment, and each deleted copy counts in word statistics.
 EXPUNGE_EVERY_DELETE = {"merge.policy.expunge_deletes_allowed": 0}
@@ -125,6 +127,8 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 "identifiers": {"type": "object", "enabled": False},
                 # Paper.stored()'s venue, date, citations and ORCID iDs: shown and exported.
                 "publication": {"type": "object", "enabled": False},
+                # Title and abstract as the source wrote them, where their reading differs (texts.py).
+                TEX: {"type": "object", "enabled": False},
                 # Read from _source only. Without doc values (768 bytes a paper) `exists` cannot
                 # see it, so a boolean beside it says which papers have one.
                 VECTOR: {"type": "binary", "doc_values": False},

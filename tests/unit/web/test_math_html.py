@@ -1,0 +1,118 @@
+"""TeX math shown as MathML (web/math_html.py): rendered, sanitised, and never markup of the source's."""
+
+from __future__ import annotations
+
+from html import escape
+from html.parser import HTMLParser
+
+import pytest
+
+from searchsvc.core.tex import reading
+from searchsvc.web.math_html import MAX_MATH_CHARS, mathml, shown, tex_html
+
+SAFE_ELEMENTS = {"math", "mrow", "mi", "mn", "mo", "mtext", "msub", "msup", "msubsup", "mfrac", "msqrt", "mark"}
+SAFE_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "lspace", "rspace"}
+
+
+class _Tags(HTMLParser):
+    """Every element and attribute of a piece of HTML."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: set[str] = set()
+        self.attributes: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.add(tag)
+        self.attributes.update(name for name, _value in attrs)
+
+
+def _tags(html: str) -> _Tags:
+    found = _Tags()
+    found.feed(html)
+    found.close()
+    return found
+
+
+def test_math_in_a_title_is_mathml() -> None:
+    html = tex_html(r"Sorting in $O(n \log n)$ time with \emph{few} comparisons")
+    assert html.startswith('Sorting in <math display="inline"><mrow><mi>O</mi>')
+    assert html.endswith("</math> time with few comparisons")
+    assert "$" not in html and "\\" not in html
+
+
+HOSTILE = [
+    r"$\text{<script>alert(1)</script>}$",
+    r"$\href{javascript:alert(1)}{x}$",
+    r"$\mathrm{<img src=x onerror=alert(1)>}$",
+    r"<img src=x onerror=alert(1)> $x$ <script>alert(1)</script>",
+    r"$<img src=x onerror=alert(1)>$",
+    r"$\operatorname{<b onmouseover=alert(1)>}$",
+    r'$\mathrm{"><svg onload=alert(1)>}$',
+    r"$a < b & c > d$",
+    r"$\begin{matrix} a$ and $\begin{foo}$",
+    "unbalanced $x <b>",
+    r"$\unknowncommand{<i>}$",
+    "$" + "{" * 5000 + "x" + "}" * 5000 + "$",
+    "$" + "x^" * 3000 + "y$",
+    "$" + "\\frac{" * 200 + "$",
+    "$" + "a" * (MAX_MATH_CHARS + 1) + "$",
+]
+
+
+@pytest.mark.parametrize("source", HOSTILE)
+def test_nothing_a_source_writes_becomes_markup(source: str) -> None:
+    html = tex_html(source)
+    found = _tags(html)
+    assert found.elements <= SAFE_ELEMENTS | {"mspace", "mover", "munder", "mtable", "mtr", "mtd", "mstyle"}, html
+    assert found.attributes <= SAFE_ATTRIBUTES, html
+    assert "<script" not in html and "<img" not in html and "<svg" not in html and "href" not in html.lower()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [r"$\begin{matrix} a$", "$" + "{" * 100 + "x" + "}" * 100 + "$", "$" + "a" * (MAX_MATH_CHARS + 1) + "$"],
+)
+def test_math_that_cannot_or_may_not_be_rendered_is_its_escaped_tex(source: str) -> None:
+    assert tex_html(source) == escape(source, quote=True)
+
+
+def test_text_latex2mathml_passes_through_is_escaped_or_refused() -> None:
+    assert mathml(r"\text{<script>alert(1)</script>}") is None  # an element outside the allow-list
+    rendered = mathml(r"a < b & c")
+    assert rendered is not None and "&lt;" in rendered and "&amp;" in rendered
+    rendered = mathml(r"\href{javascript:alert(1)}{x}")
+    assert rendered is not None and "javascript" not in rendered
+
+
+def test_query_words_beside_math_stay_marked() -> None:
+    source = r"The $\mathrm{softmax}$ of a \emph{neural} net in $O(n)$"
+    highlighted = escape(reading(source)).replace("neural", "<mark>neural</mark>").replace("net", "<mark>net</mark>")
+    html = shown(highlighted, source)
+    assert html.startswith('The <math display="inline">')
+    assert "of a <mark>neural</mark> <mark>net</mark> in <math" in html and html.endswith("</math>")
+
+
+def test_a_mark_inside_math_is_dropped_with_the_math_rendered() -> None:
+    source = r"The $\mathrm{softmax}$ layer"
+    highlighted = escape(reading(source)).replace("softmax", "<mark>softmax</mark>")
+    html = shown(highlighted, source)
+    assert "<mark>" not in html and html.count("<math") == 1 and html.endswith("</math> layer")
+
+
+def test_a_snippet_cutting_through_math_shows_the_cut_runs_words() -> None:
+    source = r"We sort in $O(n \log n)$ time and then in $\mathcal{O}(n)$ time"
+    read = escape(reading(source))
+    head = read[read.index("log") :]  # starts inside the first run
+    html = shown("… " + head, source)
+    assert html.startswith("… log n) time and then in <math")
+    tail = read[: read.index("\\") if "\\" in read else read.index("log")]  # ends inside the first run
+    assert shown(tail + " …", source) == "We sort in O(n  …"
+
+
+def test_marks_of_two_fragments_are_not_taken_for_one_run() -> None:
+    source = r"$a$ one $b$ two $c$"
+    read = reading(source)
+    # A highlight joining the start of the first run to the end of the last: no run's words between.
+    joined = read[:2] + " … " + read[-2:]
+    assert "<math" not in shown(escape(joined), source)
