@@ -9,8 +9,14 @@ from collections.abc import Iterator
 import pytest
 from flask.testing import FlaskClient
 
+from searchsvc import create_app
+from searchsvc.backends import open_backend
 from searchsvc.core.tex import MATH_END, MATH_START
-from tests.helpers.backends import BACKENDS, BackendFactory, Build
+from searchsvc.operations import update
+from searchsvc.operations.rebuild import rebuild
+from searchsvc.settings import load_settings
+from tests.helpers.backends import BACKENDS, BackendFactory, Build, merged
+from tests.helpers.records import write_jsonl
 
 SORTING = {
     "id": "sorting",
@@ -21,6 +27,7 @@ SORTING = {
         r"The r\'esum\'e of the method -- in $\mathbb{R}^n$ -- follows."
     ),
     "year": 2021,
+    "arxiv": "2101.00001",
 }
 PLAIN = {"id": "plain", "title": "Attention without softmax", "abstract": "A softmax-free attention map.", "year": 2020}
 # Command names of SORTING's TeX: none is a word of either record.
@@ -71,6 +78,12 @@ def test_highlights_mark_words_beside_math_and_hold_no_tex(math_client: FlaskCli
     assert "O(n log n)" in hit["highlights"]["title"]
 
 
+def test_a_pasted_identifiers_paper_is_highlighted_as_every_hit(math_client: FlaskClient) -> None:
+    (hit,) = math_client.get("/api/search", query_string={"q": "arXiv:2101.00001"}).json["results"]
+    assert hit["matched"] == "identifier"
+    assert hit["highlights"]["title"] == "Sorting in O(n log n) time with few comparisons"
+
+
 def test_the_results_page_shows_math_as_mathml_beside_marked_words(math_client: FlaskClient) -> None:
     page = math_client.get("/", query_string={"q": "comparisons gradient"}).get_data(as_text=True)
     title = page.split('class="hit-title">', 1)[1].split("</h2>", 1)[0]
@@ -108,6 +121,33 @@ def test_hostile_tex_is_escaped_on_every_page(build: Build) -> None:
     hit = client.get("/api/search?q=graph").json["results"][0]
     assert hit["title"] == hostile["title"]
     assert "<script>" not in json.dumps(hit["highlights"]) and "<img" not in json.dumps(hit["highlights"])
+
+
+def test_removing_a_paper_with_math_scores_like_a_rebuild_without_it(
+    factory: BackendFactory, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The Whoosh backend subtracts a removed paper's words from the statistics by analysing it
+    again (live_statistics): its reading, not its TeX, or the lengths and counts would be off."""
+    other = {"id": "other", "title": r"Sparse $\mathrm{softmax}$ attention", "abstract": "attention map softmax"}
+    folder = tmp_path_factory.mktemp("math-removal")
+    updated = factory.overrides(semantic_ranking=False)
+    rebuild(
+        open_backend(load_settings(updated, environ={})), [write_jsonl(folder / "all.jsonl", [SORTING, PLAIN, other])]
+    )
+    backend = open_backend(load_settings(updated, environ={}))
+    assert update.remove(backend, ["sorting"]).removed == ["sorting"]
+    merged(backend)
+    rebuilt = factory.overrides(semantic_ranking=False)
+    rebuild(open_backend(load_settings(rebuilt, environ={})), [write_jsonl(folder / "kept.jsonl", [PLAIN, other])])
+    for q in ("softmax", "attention map", "sparse softmax"):
+        found = [
+            [
+                (hit["id"], hit["score"])
+                for hit in create_app(settings).test_client().get(f"/api/search?q={q}").json["results"]
+            ]
+            for settings in (updated, rebuilt)
+        ]
+        assert found[0] == found[1] and len(found[0]) == 2, q
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from searchsvc.core.tex import reading
+from searchsvc.core.tex import plain, reading
+from searchsvc.ingest.arxiv_atom import read_arxiv_atom
 from searchsvc.web.math_html import MAX_MATH_CHARS, mathml, shown, tex_html
+from tests.helpers.paths import SOURCE_SAMPLES
 
 SAFE_ELEMENTS = {"math", "mrow", "mi", "mn", "mo", "mtext", "msub", "msup", "msubsup", "mfrac", "msqrt", "mark"}
 SAFE_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "lspace", "rspace"}
@@ -116,3 +118,15 @@ def test_marks_of_two_fragments_are_not_taken_for_one_run() -> None:
     # A highlight joining the start of the first run to the end of the last: no run's words between.
     joined = read[:2] + " … " + read[-2:]
     assert "<math" not in shown(escape(joined), source)
+
+
+def test_the_real_arxiv_samples_math_is_shown_as_math_and_read_as_its_words() -> None:
+    """0710.2073 in tests/data/sources/arxiv-api.atom: `$σ$-model` in its title, `$\\sigma$-model` in its abstract."""
+    papers = list(read_arxiv_atom(SOURCE_SAMPLES / "arxiv-api.atom", lambda message: None))
+    (paper,) = [paper for paper in papers if "Alday-Maldacena" in paper.title]
+    assert "$σ$-model" in paper.title and r"$\sigma$-model" in paper.abstract
+    assert plain(paper.title).startswith("On coincidence of Alday-Maldacena-regularized σ-model and")
+    assert plain(paper.abstract).startswith("For the σ-model and Nambu-Goto actions")
+    for text in (paper.title, paper.abstract):
+        html = tex_html(text)
+        assert html.count("<math") == 1 and "<mi>σ</mi>" in html and "$" not in html and "\\" not in html
