@@ -82,9 +82,10 @@ def test_marks_a_source_writes_itself_are_dropped() -> None:
     assert reading(f"a{chr(MATH_START + 3)}b{MATH_END}c") == "abc"
 
 
-def test_the_reading_of_a_long_text_of_dollars_is_quick() -> None:
-    text = "$a " * 20_000
-    assert _words(plain(text))[:3] == ["a", "a", "a"]
+@pytest.mark.parametrize("opening", ["$a ", "$$", "\\(", "\\[", "\\begin{x}"])
+def test_a_longest_abstract_of_unclosed_math_is_read(opening: str) -> None:
+    text = (opening * 20_000)[:20_000]  # max_abstract_chars: each opening is tried MAX_RUN_CHARS far at most
+    assert "\\" not in plain(text)
 
 
 def test_a_math_runs_words_join_scripts_to_their_base_in_plain_letters() -> None:

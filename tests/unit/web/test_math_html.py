@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from html import escape
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from searchsvc.backends.analysis import WORD_PATTERN
 from searchsvc.core.tex import plain, reading
 from searchsvc.ingest.arxiv_atom import read_arxiv_atom
 from searchsvc.web.math_html import MAX_MATH_CHARS, mathml, shown, tex_html
+from tests.helpers.fuzzing import FUZZ
 from tests.helpers.paths import SOURCE_SAMPLES
 
 SAFE_ELEMENTS = {"math", "mrow", "mi", "mn", "mo", "mtext", "msub", "msup", "msubsup", "mfrac", "msqrt", "mark"}
@@ -130,3 +135,30 @@ def test_the_real_arxiv_samples_math_is_shown_as_math_and_read_as_its_words() ->
     for text in (paper.title, paper.abstract):
         html = tex_html(text)
         assert html.count("<math") == 1 and "<mi>σ</mi>" in html and "$" not in html and "\\" not in html
+
+
+# Pieces of TeX, right and wrong, and of markup, to build soup from.
+TEX_PIECES = [
+    "$", "$$", "\\(", "\\)", "\\[", "\\]", "{", "}", "\\", "_", "^", "%", "&", "#", "~", "--", " ", "x", "n",
+    "\\mathrm{", "\\ell", "\\log", "\\frac{", "\\text{", "\\href{", "\\emph{", "\\'e", "\\begin{matrix}",
+    "\\end{matrix}", "\\left(", "\\right)", "\\sqrt", "\\unknown", "<script>", "</script>", "<img onerror=x>",
+    "javascript:", '"', "'", "\ue800", "\uec00", "<mark>", "&amp;",
+]  # fmt: skip
+tex_soup = st.lists(st.sampled_from(TEX_PIECES), max_size=60).map("".join) | st.text(max_size=300)
+
+
+@pytest.mark.reliability
+@FUZZ
+@given(tex_soup)
+def test_any_text_is_read_and_shown_without_error_or_markup(source: str) -> None:
+    words = {word.lower() for word in re.findall(WORD_PATTERN, plain(source))}
+    assert not words & {"mathrm", "ell", "frac", "emph", "href", "begin", "end", "unknown", "sqrt"} - {
+        word.lower() for word in re.findall(WORD_PATTERN, re.sub(r"\\[A-Za-z]+", " ", source))
+    }
+    html = tex_html(source)
+    found = _tags(html)
+    allowed = SAFE_ELEMENTS | {"mspace", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "mroot"}
+    assert found.elements <= allowed, html
+    assert found.attributes <= SAFE_ATTRIBUTES | {"displaystyle", "columnalign", "accent", "movablelimits"}, html
+    marked = shown(escape(reading(source)).replace("x", "<mark>x</mark>"), source)
+    assert _tags(marked).elements <= allowed
