@@ -15,6 +15,7 @@ or OpenAlex abstract mean themselves.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -49,6 +50,11 @@ _LONE_DOLLAR = re.compile(r"(?<!\\)\$")
 _COMMAND = re.compile(r"\\(?:[A-Za-z]+\*?|.)")  # the fallback: command names dropped
 _SCRIPT = re.compile(r"\s*[_^]\s*")
 _SPACES = re.compile(r"\s+")
+# pylatexenc logs a warning for each command it cannot substitute; the reading then goes on
+# without it (`_decoded`), as a rebuild must not log a line per odd abstract.
+_library_log = logging.getLogger("pylatexenc")
+_library_log.addHandler(logging.NullHandler())
+_library_log.propagate = False
 _TEXT = LatexNodes2Text(math_mode="text", strict_latex_spaces="based-on-source")  # "\\log n" keeps its space
 # What pylatexenc does to a text without commands or braces, done without it (it costs a millisecond
 # a run): most text between math runs is such.

@@ -19,16 +19,16 @@ from html.parser import HTMLParser
 from latex2mathml.converter import convert
 from markupsafe import Markup
 
-from searchsvc.core.tex import MATH_END, math_words, reading, run_number, runs
+from searchsvc.core.tex import MATH_END, is_tex, math_words, run_number, runs, text_words, unmarked
 
 MAX_MATH_CHARS = 1000  # TeX of one math run rendered at most; a longer one is shown as TeX
 MAX_MATH_DEPTH = 32  # elements nested at most in its MathML (a wide page, not a tower of boxes)
 MAX_MATHML_CHARS = 40 * MAX_MATH_CHARS  # its MathML at most: \mathrm{softmax} is 7 elements
-_ELEMENTS = frozenset(
+MATHML_ELEMENTS = frozenset(
     "math mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mover munder munderover "
     "mtable mtr mtd mstyle mpadded mphantom menclose mmultiscripts mprescripts none".split()
 )
-_ATTRIBUTES = frozenset(
+MATHML_ATTRIBUTES = frozenset(
     "display mathvariant stretchy fence separator lspace rspace width height depth linethickness "
     "displaystyle scriptlevel columnalign columnspacing rowspacing columnlines rowlines frame accent "
     "accentunder movablelimits minsize maxsize symmetric largeop form notation align".split()
@@ -75,9 +75,11 @@ class _Rebuilt(HTMLParser):
         self.open: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in _ELEMENTS or len(self.open) >= MAX_MATH_DEPTH:
+        if tag not in MATHML_ELEMENTS or len(self.open) >= MAX_MATH_DEPTH:
             raise _Unsafe(tag)
-        kept = "".join(f' {name}="{escape(value or "", quote=True)}"' for name, value in attrs if name in _ATTRIBUTES)
+        kept = "".join(
+            f' {name}="{escape(value or "", quote=True)}"' for name, value in attrs if name in MATHML_ATTRIBUTES
+        )
         self.out.append(f"<{tag}{kept}>")
         self.open.append(tag)
 
@@ -108,15 +110,26 @@ class _Rebuilt(HTMLParser):
 
 
 def tex_html(text: str) -> Markup:
-    """A whole title or abstract as it is shown: escaped text, math as MathML."""
-    return shown(escape(reading(text), quote=True), text)
+    """A whole title or abstract as it is shown: escaped text, math as MathML (what `shown` makes of
+    an unmarked highlight of all of it, without reading it character by character)."""
+    text = unmarked(text)
+    if not is_tex(text):
+        return Markup(escape(text, quote=True))
+    return Markup(
+        "".join(
+            (mathml(run.tex, run.display) or escape(run.source, quote=True))
+            if run.math
+            else escape(text_words(run.tex), quote=True)
+            for run in runs(text)
+        )
+    )
 
 
 def shown(highlighted: str, source: str) -> Markup:
     """An engine's highlight of `source`'s reading (escaped, query words in <mark>) with each whole
     math run as MathML; the words of a run it cut, and every mark of a word inside math, as text."""
     text, marked = _decoded(highlighted)
-    math = [run for run in runs(source) if run.math]
+    math = [run for run in runs(unmarked(source)) if run.math]
     out: list[str] = []
     at = 0
     while at < len(text):
@@ -130,7 +143,7 @@ def shown(highlighted: str, source: str) -> Markup:
         stop = at + 1
         while stop < len(text) and marked[stop] == marked[at] and run_number(text[stop]) is None:
             stop += 1
-        words = escape(text[at:stop].replace(MATH_END, "") if number is None else text[at + 1 : stop], quote=True)
+        words = escape(text[at if number is None else at + 1 : stop].replace(MATH_END, ""), quote=True)
         out.append(f"{_MARK}{words}{_UNMARK}" if marked[at] and words else words)
         at = stop
     return Markup("".join(out))
