@@ -34,6 +34,7 @@ MATHML_ATTRIBUTES = frozenset(
     "accentunder movablelimits minsize maxsize symmetric largeop form notation align".split()
 )
 _MARK, _UNMARK = "<mark>", "</mark>"
+_THIN = '<mspace width="0.1667em"></mspace>'  # TeX's thin space, around an operator's name
 
 
 class _Unsafe(ValueError):
@@ -73,6 +74,7 @@ class _Rebuilt(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
         self.open: list[str] = []
+        self.function = False  # inside the <mi> of a function's name
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag not in MATHML_ELEMENTS or len(self.open) >= MAX_MATH_DEPTH:
@@ -92,8 +94,14 @@ class _Rebuilt(HTMLParser):
             raise _Unsafe(tag)
         self.open.pop()
         self.out.append(f"</{tag}>")
+        if self.function:
+            self.out.append(_THIN)
+            self.function = False
 
     def handle_data(self, data: str) -> None:
+        if self.open[-1:] == ["mi"] and self.out[-1] == "<mi>" and len(data) > 1 and data.isalpha():
+            self.out[-1] = f"{_THIN}<mi>"  # \log, \sin: latex2mathml writes <mi>log</mi>, set without TeX's spaces
+            self.function = True
         self.out.append(escape(data, quote=True))
 
     def unknown_decl(self, data: str) -> None:

@@ -521,6 +521,7 @@ def test_tex_math_shows_as_math_and_runs_nothing(browser: Browser, base: str) ->
         snippet = page.locator(".hit .snippet").first
         expect(snippet.locator("mark").first).to_have_text("comparisons")
         expect(page.locator(".hit script, .hit img, .hit [href^='javascript']")).to_have_count(0)
+        screenshot(page, "math-results", full_page=False)
 
         follow(title)
         heading = page.get_by_role("heading", level=1)
@@ -532,6 +533,7 @@ def test_tex_math_shows_as_math_and_runs_nothing(browser: Browser, base: str) ->
         expect(abstract).to_contain_text(r"$\text{<script>alert(6)</script>}$")
         assert "mathrm" not in abstract.inner_text()
         assert page.title() == "Sorting in O(n log n) time with few comparisons – searchsvc"
+        screenshot(page, "math-paper", full_page=False)
         page.wait_for_timeout(300)  # an onerror handler would fire as a broken image fails to load
         assert watched.dialogs == []
 

@@ -49,6 +49,8 @@ def test_math_in_a_title_is_mathml() -> None:
     assert html.startswith('Sorting in <math display="inline"><mrow><mi>O</mi>')
     assert html.endswith("</math> time with few comparisons")
     assert "$" not in html and "\\" not in html
+    thin = '<mspace width="0.1667em"></mspace>'  # a function's name set apart, as TeX sets \log
+    assert f"<mi>n</mi>{thin}<mi>log</mi>{thin}<mi>n</mi>" in html
 
 
 HOSTILE = [
