@@ -18,6 +18,7 @@ from tqdm import tqdm
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
 from searchsvc.core.model import SORTS, SearchResult
+from searchsvc.core.tex import unmarked
 from searchsvc.host import at_lower_priority
 from searchsvc.ingest.sources import formats_described
 from searchsvc.operations import background_embedding, changes, synonyms, update
@@ -285,7 +286,7 @@ def _print_result(result: SearchResult) -> None:
 
 def _terminal(highlighted: str) -> list[Quoted]:
     """Highlight HTML as terminal text: marks in bold, entities decoded."""
-    pieces = _MARK.split(highlighted)  # text, marked, text, ...
+    pieces = _MARK.split(unmarked(highlighted))  # text, marked, text, ...
     return [Quoted(unescape(piece), bold=marked % 2 == 1) for marked, piece in enumerate(pieces) if piece]
 
 

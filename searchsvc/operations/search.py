@@ -36,6 +36,7 @@ from searchsvc.core.query import Node, SimilarTo, as_typed, check_term_count, me
 from searchsvc.core.ranking import LAST_TIER, rank_page
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.synonyms import matches as other_forms
+from searchsvc.core.tex import reading
 from searchsvc.core.text import opening
 from searchsvc.operations import synonyms
 from searchsvc.operations.published import paper_filed_under
@@ -120,10 +121,8 @@ def _identified(
     except PaperNotFound:  # filed, but not in what the engine serves: it cannot tell
         return PastedIdentifier(identifier.label, None)
     deadline.check()
-    hit = replace(
-        Hit.of(paper, None, escape(paper.title, quote=True), escape(opening(paper.abstract), quote=True)),
-        matched="identifier",
-    )
+    title, abstract = reading(paper.title), opening(reading(paper.abstract))  # as highlights always are
+    hit = replace(Hit.of(paper, None, escape(title, quote=True), escape(abstract, quote=True)), matched="identifier")
     values: dict[str, list[str | int]] = {
         "year": [] if paper.year is None else [paper.year],
         "subject": list(dict.fromkeys(paper.subjects)),

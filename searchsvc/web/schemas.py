@@ -28,6 +28,7 @@ from searchsvc.core.model import (
 from searchsvc.core.paper import Paper, id_problem
 from searchsvc.core.publication import MAX_VENUE_CHARS, date_bounds, iso_date
 from searchsvc.core.suggestions import KINDS
+from searchsvc.core.tex import unmarked
 from searchsvc.core.text import one_line
 from searchsvc.settings import Settings
 
@@ -501,8 +502,23 @@ class PaperSchema(Schema):
 
 
 class HighlightsSchema(Schema):
-    title = fields.String(required=True, metadata={"description": "HTML: escaped text, matches in <mark>."})
-    abstract = fields.String(required=True, metadata={"description": "HTML snippet: escaped, matches in <mark>."})
+    """The text the engines index and highlight: TeX read as text (`$\\mathrm{softmax}$` is `softmax`),
+    as `title` and `abstract` are not. Pages show its math as MathML; the API leaves that to clients,
+    which have the TeX in `title` and `abstract`."""
+
+    title = fields.String(
+        required=True,
+        metadata={"description": "HTML: escaped text, matches in <mark>; TeX commands and math read as text."},
+    )
+    abstract = fields.String(
+        required=True,
+        metadata={"description": "HTML snippet: escaped, matches in <mark>; TeX commands and math read as text."},
+    )
+
+    @post_dump
+    def _without_math_marks(self, data: dict[str, str], **kwargs: Any) -> dict[str, str]:
+        """Without the marks where math runs were, which only pages read (core.tex)."""
+        return {name: unmarked(text) for name, text in data.items()}
 
 
 class HitSchema(PaperSchema):

@@ -17,9 +17,11 @@ from searchsvc.core.errors import AuthorNotFound, InvalidRequest, QuerySyntaxErr
 from searchsvc.core.export import EXPORT_FORMATS, bibtex_entry
 from searchsvc.core.model import SORTS, SearchRequest
 from searchsvc.core.publication import venue_kind
+from searchsvc.core.tex import plain
 from searchsvc.operations import search as searching
 from searchsvc.operations.authors import author_profile
 from searchsvc.web.health import changed_at
+from searchsvc.web.math_html import shown, tex_html
 from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, with_query
 from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, SimilarRequestSchema, load_params
 from searchsvc.web.service import service
@@ -44,6 +46,14 @@ FIND = {"author": "find_author", "venue": "find_venue"}
 @blueprint.context_processor
 def _settings() -> dict[str, Any]:
     return {"settings": service().settings}
+
+
+# TeX in titles and abstracts (web/math_html.py): `tex` shows a text with its math as MathML, `math`
+# an engine's highlight of it (`hit.highlights.title|math(hit.title)`), `plain` its words only
+# (a <title>, an aria-label).
+blueprint.add_app_template_filter(tex_html, "tex")
+blueprint.add_app_template_filter(shown, "math")
+blueprint.add_app_template_filter(plain, "plain")
 
 
 def _published() -> dict[str, str] | None:

@@ -29,6 +29,8 @@ from tests.helpers.servers import get, get_text, procfile_web, rebuild_index
 INJECTED_TITLE = "Robust parsing of <img src=x onerror=alert(1)> in scholarly titles"
 INJECTED_AUTHOR = "Eve <svg onload=alert(4)> Mallory"
 INJECTED_VENUE = "Proceedings of the <i onmouseover=alert(5)>Workshop</i> on Injection"
+MATH_TITLE = r"Sorting in $O(n \log n)$ time with few comparisons"
+MATHML = "http://www.w3.org/1998/Math/MathML"
 INJECTED_RECORDS = [
     {
         "id": "injected-markup",
@@ -42,7 +44,19 @@ INJECTED_RECORDS = [
         "citations": 1234,
         "citations_source": "OpenAlex",
         "orcids": {INJECTED_AUTHOR: "0000-0002-1825-0097"},
-    }
+    },
+    {
+        # TeX as arXiv writes it (issue #31): shown as MathML, and its commands are no markup either.
+        "id": "math-sorting",
+        "title": MATH_TITLE,
+        "abstract": (
+            r"The $\mathrm{softmax}$ of attention with an $\ell_1$ penalty, in $\text{<script>alert(6)</script>}$ "
+            r"and $\href{javascript:alert(7)}{x}$ with \emph{few} comparisons <img src=x onerror=alert(8)>."
+        ),
+        "year": 2017,
+        "categories": ["cs.DS"],
+        "authors": ["Ada Sorter"],
+    },
 ]
 PAPERS = 28 + len(INJECTED_RECORDS)
 
@@ -487,6 +501,43 @@ def test_markup_in_records_renders_as_text_and_runs_nothing(browser: Browser, ba
         assert watched.dialogs == []
 
 
+@pytest.mark.reliability
+def test_tex_math_shows_as_math_and_runs_nothing(browser: Browser, base: str) -> None:
+    """A title's `$O(n \\log n)$` is a rendered MathML element beside marked words, not dollars and
+    backslashes, on the results page and the paper page; TeX that would be markup stays text, with
+    the Content-Security-Policy bypassed (a dialog would open if any of it ran)."""
+    with watched_page(browser, bypass_csp=True) as watched:
+        page = watched.page
+        page.goto(f"{base}/?q=sorting+comparisons")
+        title = loaded(page).locator(".hit-title a").first
+        math = title.locator("math")
+        expect(math).to_have_count(1)
+        assert math.evaluate("element => element.namespaceURI") == MATHML
+        box = math.bounding_box()
+        assert box is not None and box["width"] > 20 and box["height"] > 5  # laid out, not an unknown element
+        text = title.inner_text()
+        assert "$" not in text and "\\" not in text and "log" in text, text
+        expect(title.locator("mark").first).to_have_text(re.compile("sorting", re.IGNORECASE))
+        snippet = page.locator(".hit .snippet").first
+        expect(snippet.locator("mark").first).to_have_text("comparisons")
+        expect(page.locator(".hit script, .hit img, .hit [href^='javascript']")).to_have_count(0)
+        screenshot(page, "math-results", full_page=False)
+
+        follow(title)
+        heading = page.get_by_role("heading", level=1)
+        expect(heading.locator("math")).to_have_count(1)
+        abstract = page.locator(".paper-abstract")
+        # softmax, l1 and \href's x without its link; \text{<script>…} is shown as written
+        expect(abstract.locator("math")).to_have_count(3)
+        expect(abstract.locator("[href], script, img")).to_have_count(0)
+        expect(abstract).to_contain_text(r"$\text{<script>alert(6)</script>}$")
+        assert "mathrm" not in abstract.inner_text()
+        assert page.title() == "Sorting in O(n log n) time with few comparisons – searchsvc"
+        screenshot(page, "math-paper", full_page=False)
+        page.wait_for_timeout(300)  # an onerror handler would fire as a broken image fails to load
+        assert watched.dialogs == []
+
+
 def test_a_paper_page_tells_a_reference_manager_what_it_is(base: str, page: Page) -> None:
     """Issue #31: the Highwire tags Zotero's connector reads, the venue, date, citation count and
     ORCID iD on the page, and the Cite block's downloads."""
@@ -685,6 +736,8 @@ PAGE_STATES = {
     "a venue lookup": "/?find_venue=work",
     "a later page": "/?q=embedding&per_page=5&page=2",
     "a paper": "/papers/injected-markup",
+    "results with math": "/?q=sorting+comparisons",
+    "a paper with math": "/papers/math-sorting",
     "not found": "/papers/no-such-paper",
     "an author": "/authors/Maxim%20Naumov?sort=newest",
     "an unknown author, with the closest names": "/authors/Maxim%20Naumof",

@@ -17,6 +17,7 @@ from searchsvc.backends.opensearch.facets import facet_listing
 from searchsvc.backends.opensearch.hits import hit
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import Plan
+from searchsvc.backends.opensearch.texts import paper_of
 from searchsvc.core.model import FACETS, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node
@@ -76,7 +77,7 @@ class OpenSearchAnswer:
         return [hit(doc, score) for doc, score in ranked]
 
     def papers(self, ranked: Ranked) -> list[Paper]:
-        return [Paper.from_stored(doc["_source"]) for doc, _score in ranked]
+        return [paper_of(doc["_source"]) for doc, _score in ranked]
 
     def facets(self) -> dict[str, list[FacetValue]]:
         limits = self._settings.facet_limits()

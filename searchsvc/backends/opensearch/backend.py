@@ -31,6 +31,7 @@ from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.suggesting import suggestions
+from searchsvc.backends.opensearch.texts import paper_of
 from searchsvc.backends.ports import FINGERPRINT, JOURNAL_ENTRIES, IndexShape, Purpose
 from searchsvc.core import typos
 from searchsvc.core.catalogue import Catalogue, Change
@@ -349,7 +350,7 @@ class OpenSearchBackend:
         return found
 
     def paper(self, paper_id: str) -> Paper:
-        return Paper.from_stored(self._stored(paper_id, SOURCE))
+        return paper_of(self._stored(paper_id, SOURCE))
 
     def similar(self, to: SimilarTo, request: SearchRequest, limit: int) -> list[Hit]:
         """The papers nearest in meaning to `to` (core.ranking.rocchio) among the

@@ -11,8 +11,8 @@ from html import escape, unescape
 
 from searchsvc.backends.opensearch.mapping import EXACT
 from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.backends.opensearch.texts import paper_of
 from searchsvc.core.model import Hit
-from searchsvc.core.paper import Paper
 from searchsvc.core.text import ELLIPSIS, opening
 
 _MARK = re.compile(r"</?mark>")
@@ -22,10 +22,11 @@ _FRAGMENTS = " … "  # between the highlighter's fragments
 
 def hit(doc: Dsl, score: float | None) -> Hit:
     """A result entry for a hit document, with `score` (lexical or fused, rounded by the caller)."""
-    paper = Paper.from_stored(doc["_source"])
+    paper = paper_of(doc["_source"])
     marked = doc.get("highlight", {})
-    title = _best(marked, "title") or escape(paper.title, quote=True)
-    return Hit.of(paper, score, title, _snippet(_best(marked, "abstract"), paper.abstract))
+    read = doc["_source"]  # title and abstract as indexed and highlighted: their reading (texts.py)
+    title = _best(marked, "title") or escape(read["title"], quote=True)
+    return Hit.of(paper, score, title, _snippet(_best(marked, "abstract"), read.get("abstract") or ""))
 
 
 def _best(marked: Dsl, field: str) -> str:

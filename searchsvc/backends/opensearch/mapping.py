@@ -24,8 +24,9 @@ from searchsvc.backends.analysis import (
 )
 
 # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`; 5: `publication`,
-# `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`; 7: `added`, `changed`
-MAPPING_VERSION = 7
+# `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`; 7: `added`, `changed`;
+# 8: `title` and `abstract` hold their reading (core.tex), `tex` the text as written
+MAPPING_VERSION = 8
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
@@ -46,6 +47,8 @@ AUTHOR_VALUE = "authors.raw"  # each author's name as written: facet counts and 
 VECTOR = "vector"  # base64 of the paper's float16 vector, as the vector store holds it
 EMBEDDED = "embedded"  # true once `vector` is there: what counts papers still lacking one
 CONTENT_KEY = "content_key"  # hex of semantic.store.content_key of the paper's text
+# Title and abstract index their reading (core.tex); this holds each as written where it differs.
+TEX = "tex"
 # A merge that expunges deletes rewrites every segment holding one, not only those past 10%:
 # an update deletes a few papers per segment, and each deleted copy counts in word statistics.
 EXPUNGE_EVERY_DELETE = {"merge.policy.expunge_deletes_allowed": 0}
@@ -128,6 +131,8 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 "identifiers": {"type": "object", "enabled": False},
                 # Paper.stored()'s venue, date, citations and ORCID iDs: shown and exported.
                 "publication": {"type": "object", "enabled": False},
+                # Title and abstract as the source wrote them, where their reading differs (texts.py).
+                TEX: {"type": "object", "enabled": False},
                 # Read from _source only. Without doc values (768 bytes a paper) `exists` cannot
                 # see it, so a boolean beside it says which papers have one.
                 VECTOR: {"type": "binary", "doc_values": False},

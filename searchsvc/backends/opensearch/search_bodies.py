@@ -13,6 +13,7 @@ from searchsvc.backends.opensearch.mapping import (
     CITATIONS,
     EXACT,
     FOLDED,
+    TEX,
     TEXT_FIELDS,
     VECTOR,
     VENUE,
@@ -23,7 +24,10 @@ from searchsvc.core.query import Node, as_typed, required_words, widened
 from searchsvc.core.ranking import LAST_TIER, RELATED_KEY_TERMS
 from searchsvc.settings import Settings
 
-SOURCE = ["id", "title", "abstract", "year", "subjects", "authors", "identifiers", "publication", "added", "changed"]
+SOURCE = [
+    *("id", "title", "abstract", TEX, "year", "subjects", "authors"),
+    *("identifiers", "publication", "added", "changed"),
+]
 FACET_FIELDS = {"year": "year", "subject": "subjects", "author": AUTHOR_VALUE, "venue": VENUE}
 FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}", "venue": f"{VENUE}.{FOLDED}"}
 # Values fetched per facet before the display order is applied: the cluster orders ties by

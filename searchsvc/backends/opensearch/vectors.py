@@ -21,8 +21,18 @@ from opensearchpy.helpers import scan, streaming_bulk
 
 from searchsvc.backends.opensearch.cluster import disk_full, failure_reason
 from searchsvc.backends.opensearch.generations import BULK_CHUNK, Generations
-from searchsvc.backends.opensearch.mapping import CITATIONS, CONTENT_KEY, EMBEDDED, FIRST_DAY, LAST_DAY, VECTOR, VENUE
+from searchsvc.backends.opensearch.mapping import (
+    CITATIONS,
+    CONTENT_KEY,
+    EMBEDDED,
+    FIRST_DAY,
+    LAST_DAY,
+    TEX,
+    VECTOR,
+    VENUE,
+)
 from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.backends.opensearch.texts import as_written, text_fields
 from searchsvc.core.errors import RebuildFailed, StorageFull
 from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory
@@ -71,7 +81,12 @@ def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
     keys = np.array([paper_key(paper) for paper in listed], dtype=f"S{KEY_BYTES}")
     vectors, found = find(store, keys)
     for paper, key, vector, known in zip(listed, keys, vectors, found, strict=True):
-        document = {**paper.stored(), **searched_publication(paper.publication), CONTENT_KEY: key.hex()}
+        document = {
+            **paper.stored(),
+            **text_fields(paper),
+            **searched_publication(paper.publication),
+            CONTENT_KEY: key.hex(),
+        }
         if known:
             document.update(vector_fields(vector))
         yield document
@@ -93,13 +108,13 @@ def embed_index(
     index = generations.serving()
     order = _catalogue(client, index)
     keys = np.array([bytes.fromhex(key) for _id, key in order], dtype=f"S{KEY_BYTES}")
-    lacking = {hit["_id"]: hit for hit in _scanned(client, index, MISSING, ["title", "abstract", CONTENT_KEY])}
+    lacking = {hit["_id"]: hit for hit in _scanned(client, index, MISSING, ["title", "abstract", TEX, CONTENT_KEY])}
 
     def text(i: int) -> str:
         paper_id = order[i][0]
         hit = lacking.get(paper_id)
-        source = hit["_source"] if hit else client.get(index=index, id=paper_id)["_source"]
-        return paper_text(source["title"], source.get("abstract") or "")
+        source = as_written(hit["_source"] if hit else client.get(index=index, id=paper_id)["_source"])
+        return paper_text(source["title"], source.get("abstract") or "")  # as written: the store's keys
 
     embedded = embed_new(store, keys, text, encoder, progress)
     written = _write(client, _updates(index, store, lacking.values())) if lacking else 0

@@ -41,6 +41,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, SimilarTo
 from searchsvc.core.ranking import RELATED_KEY_TERMS, related_order, rocchio
 from searchsvc.core.suggestions import Suggestion, Typed
+from searchsvc.core.tex import reading
 from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
@@ -330,7 +331,7 @@ class WhooshBackend:
         texts = [gen.searcher.stored_fields(docnum) for docnum in like]
         key_terms = gen.searcher.key_terms_from_text(
             "abstract",
-            " ".join(f"{stored['title']} {stored['abstract']}" for stored in texts),
+            " ".join(f"{reading(stored['title'])} {reading(stored['abstract'])}" for stored in texts),
             numterms=RELATED_KEY_TERMS,
         )
         deadline.check()

@@ -24,6 +24,7 @@ from searchsvc.backends.whoosh.schema import stem
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.model import Hit
 from searchsvc.core.paper import Paper
+from searchsvc.core.tex import reading
 from searchsvc.core.text import ELLIPSIS as _ELLIPSIS
 from searchsvc.core.text import SNIPPET_CHARS, opening
 
@@ -118,13 +119,13 @@ _stem = lru_cache(maxsize=50_000)(stem)
 
 
 def highlight_title(title: str, words: MatchedWords) -> str:
-    """The whole title, escaped, with matched words marked."""
+    """The whole title (its reading, `core.tex`, as indexed), escaped, with matched words marked."""
     marked = highlight(title, {_MATCH}, words.analyzer(), WholeFragmenter(), _FORMATTER) if words else ""
     return marked or escape(title, quote=True)
 
 
 def highlight_abstract(abstract: str, words: MatchedWords) -> str:
-    """Up to two escaped fragments around matches, or the escaped opening of the abstract."""
+    """Up to two escaped fragments around matches, or the escaped opening of the abstract (its reading)."""
     fragmenter = ContextFragmenter(maxchars=SNIPPET_CHARS // SNIPPET_FRAGMENTS, surround=40)
     marked = (
         highlight(abstract, {_MATCH}, words.analyzer(), fragmenter, _FORMATTER, top=SNIPPET_FRAGMENTS) if words else ""
@@ -142,7 +143,12 @@ def hits_of(
         deadline.check()
         paper = Paper.from_stored(gen.searcher.stored_fields(docnum))
         hits.append(
-            Hit.of(paper, score, highlight_title(paper.title, words), highlight_abstract(paper.abstract, words))
+            Hit.of(
+                paper,
+                score,
+                highlight_title(reading(paper.title), words),
+                highlight_abstract(reading(paper.abstract), words),
+            )
         )
     deadline.check()
     return hits

@@ -30,6 +30,7 @@ from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.segment_writing import PaperSegmentWriter
 from searchsvc.core.catalogue import Catalogue
 from searchsvc.core.paper import Paper
+from searchsvc.core.tex import reading
 from searchsvc.host import die_with, exit_if_orphaned
 
 Progress = Callable[[int], None]
@@ -97,13 +98,17 @@ def _add(writer: PaperSegmentWriter, papers: Iterable[tuple[Paper, int]], progre
 
 def document(paper: Paper) -> dict[str, Any]:
     """The fields Whoosh indexes for a paper (`live_statistics` analyses the scored ones again for
-    deleted papers; the word pairs only say which papers hold a phrase)."""
+    deleted papers; the word pairs only say which papers hold a phrase). Title and abstract index
+    their reading (`core.tex`) and store the text as the source wrote it."""
     found = paper.publication
+    text = indexed_text(paper)
     return {
         **paper.stored(),
-        **indexed_text(paper),
-        "title_pairs": paper.title,
-        "abstract_pairs": paper.abstract,
+        **text,
+        "_stored_title": paper.title,
+        "_stored_abstract": paper.abstract,
+        "title_pairs": text["title"],
+        "abstract_pairs": text["abstract"],
         "facet_year": _column_list([] if paper.year is None else [paper.year]),
         "facet_subject": _column_list(paper.subjects),
         "facet_author": _column_list(paper.authors),
@@ -115,12 +120,13 @@ def document(paper: Paper) -> dict[str, Any]:
 
 
 def indexed_text(paper: Paper) -> dict[str, str]:
-    """The analysed text fields of a paper, by field name."""
+    """The analysed text fields of a paper, by field name: TeX as its reading, never its commands."""
+    title, abstract = reading(paper.title), reading(paper.abstract)
     return {
-        "title": paper.title,
-        "abstract": paper.abstract,
-        "title_exact": paper.title,
-        "abstract_exact": paper.abstract,
+        "title": title,
+        "abstract": abstract,
+        "title_exact": title,
+        "abstract_exact": abstract,
         "author": " ; ".join(paper.authors),
         "venue": paper.publication.venue,
         "subject": "\n".join(paper.subjects),

@@ -49,12 +49,12 @@ FACET_COLUMNS = {
 }
 NUMBER_FACETS = ("year", "citations", "added")  # the columns of whole numbers; the others hold text
 
-# 12: stored `added` and `changed` (core.arrival), the `added` column; 11: `venue` words for
-# `venue:` clauses, an acronym's plural stemmed as its singular; 10: stored `publication` (venue,
-# date, citations, ORCID iDs), the venue facet, date and citation columns; 9: word pairs of the
-# unstemmed fields (PAIR_FIELDS); 8: ids in a column (doc_order.py), no oldest-rank column; 7: stored
-# `identifiers`
-SCHEMA_VERSION = 12
+# 13: title and abstract index their reading (core.tex: TeX as its words); 12: stored `added` and
+# `changed` (core.arrival), the `added` column; 11: `venue` words for `venue:` clauses, an acronym's
+# plural stemmed as its singular; 10: stored `publication` (venue, date, citations, ORCID iDs), the
+# venue facet, date and citation columns; 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids
+# in a column (doc_order.py), no oldest-rank column; 7: stored `identifiers`
+SCHEMA_VERSION = 13
 
 
 class SnowballStemFilter(Filter):

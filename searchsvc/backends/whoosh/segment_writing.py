@@ -94,7 +94,8 @@ class PaperSegmentWriter(SegmentWriter):
                         length = 0
                     elif length:
                         self._note_length(name, docnum, length)
-                perdocwriter.add_field(name, field, value if field.stored else None, length)
+                stored = fields.get(f"_stored_{name}", value) if field.stored else None  # Whoosh's own convention
+                perdocwriter.add_field(name, field, stored, length)
                 if field.column_type:
                     perdocwriter.add_column_value(name, field.column_type, field.to_column_value(value))
         except Exception:

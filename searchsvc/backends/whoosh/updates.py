@@ -28,7 +28,7 @@ from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.generation_vectors import KEYS_FILE, text_of
 from searchsvc.backends.whoosh.generations import MANIFEST, READERS_LOCK
-from searchsvc.backends.whoosh.indexing import document
+from searchsvc.backends.whoosh.indexing import document, indexed_text
 from searchsvc.backends.whoosh.live_statistics import (
     DELETED_FILE,
     load_deletions,
@@ -155,7 +155,8 @@ def _vocabulary_changed(vocabulary: Vocabulary, schema: Schema, added: list[Pape
     papers: Counter[str] = Counter(dict(vocabulary.items()))
     for sign, changed in ((1, added), (-1, removed)):
         for paper in changed:
-            for source, exact in EXACT_FIELDS.items():
-                for term, _frequency in terms(schema, exact, getattr(paper, source)):
+            text = indexed_text(paper)
+            for exact in EXACT_FIELDS.values():
+                for term, _frequency in terms(schema, exact, text[exact]):
                     papers[term.decode("utf-8")] += sign
     return Vocabulary.of((word, count) for word, count in papers.items() if count > 0)
