@@ -242,19 +242,17 @@ class MergeStore:
         )
         return settled
 
-    def finish(
-        self, records: int, journal_entries: int = 0, at: str | None = None, previous: Path | None = None
-    ) -> Collection:
+    def finish(self, records: int, journal_entries: int = 0, previous: Path | None = None) -> Collection:
         """The merged papers, `records` merged in all, ever (record numbers never repeat, so a new
         paper never takes an old one's number); a rebuild's in catalogue order too, each arrived
-        `at` unless the `previous` generation's collection file held it (`_arrivals`). They include
+        now unless the `previous` generation's collection file held it (`_arrivals`). They include
         the journal's first `journal_entries` changes, which the engine keeps with the generation."""
         removed = self.removed_before + self.records_removed
         self.db.execute("UPDATE meta SET records = ?, removed = ?", (records, removed))
         self.db.execute("COMMIT")
         if self.changes is None:
             self.db.executescript(_CATALOGUE)
-            _arrivals(self.db, at or now(), previous)
+            _arrivals(self.db, now(), previous)
         self.db.close()
         return Collection(self.scratch, records - removed, journal_entries)  # less those of removed papers
 
