@@ -84,3 +84,19 @@ def _escaped(char: str) -> str:
         return f"\\u{code:04x}"
     high, low = divmod(code - 0x10000, 0x400)
     return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
+
+
+# Letterlike Symbols and Mathematical Alphanumeric Symbols whose compatibility form is one letter or digit.
+_MATH_LETTER = re.compile("[\u2100-\u214f\U0001d400-\U0001d7ff]")
+_MATH_LETTERS = {
+    code: folded
+    for code in (*range(0x2100, 0x2150), *range(0x1D400, 0x1D800))
+    if len(folded := unicodedata.normalize("NFKC", chr(code))) == 1 and folded.isalnum() and folded != chr(code)
+}
+
+
+def math_letters(text: str) -> str:
+    """`text` with letterlike and mathematical letters as the letters they style (`ℓ` → `l`, `𝒪` → `O`,
+    `ℝ` → `R`), one character for one, as math in titles and abstracts is indexed (`core.tex.math_words`):
+    a query pasted from a page's rendered math finds the paper it came from, its columns unmoved."""
+    return text.translate(_MATH_LETTERS) if _MATH_LETTER.search(text) else text

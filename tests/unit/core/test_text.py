@@ -8,7 +8,7 @@ import random
 import string
 import unicodedata
 
-from searchsvc.core.text import fold, normalise_title, preview
+from searchsvc.core.text import fold, math_letters, normalise_title, preview
 
 
 def _by_the_rule(text: str) -> str:
@@ -38,3 +38,9 @@ def test_a_quoted_value_is_json_with_every_unprintable_escaped_and_cut_short() -
     assert preview(long) == '"' + "y" * 40 + '…"' and preview(long, 10) == '"yyyyyyyyyy…"'
     for text in ("plain", "a\u202eb\x00", "𝔘\U000e0041", "é\\u0041"):
         assert json.loads(preview(text)) == text, "a quoted value decodes to the value"
+
+
+def test_math_letters_are_the_letters_they_style_one_for_one() -> None:
+    assert math_letters("ℓ1 loss in ℝ^n with 𝒪(n) and 𝐱") == "l1 loss in R^n with O(n) and x"
+    assert math_letters("℡ ℀ plain text") == "℡ ℀ plain text"  # several letters each: left, columns unmoved
+    assert math_letters("naïve résumé") == "naïve résumé"
