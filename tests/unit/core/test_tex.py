@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from searchsvc.backends.analysis import WORD_PATTERN
+from searchsvc.core import tex
 from searchsvc.core.tex import MATH_END, MATH_START, math_words, plain, reading, run_number, runs, unmarked
 
 
@@ -91,3 +95,28 @@ def test_a_longest_abstract_of_unclosed_math_is_read(opening: str) -> None:
 def test_a_math_runs_words_join_scripts_to_their_base_in_plain_letters() -> None:
     assert math_words(r"x_{ij}^2") == "xij2"
     assert math_words(r"\mathcal{O}(n) \ell_1") == "O(n) l1"  # not 𝒪, which one engine counts as two characters
+
+
+_PIECES = [
+    *(r"\alpha", r"\log", r"\ell", r"\leq", r"\infty", r"\cdot", r"\sum", r"\beta", r"\quad", r"\in", r"\mathrm"),
+    *(" ", "\n", "x", "n", "N", "1", "2", "_", "^", "{", "}", "(", ")", "=", "+", "-", ",", "|", "<", ".", "!"),
+]
+
+
+@settings(max_examples=5000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+def test_a_run_of_symbols_is_read_as_pylatexenc_reads_it(written: str) -> None:
+    """math_words reads runs of symbols (`x^{2}`, `n \\log n`) itself: exactly as pylatexenc does."""
+    assert tex.math_words.__wrapped__(written) == _by_pylatexenc(written)
+
+
+def _by_pylatexenc(written: str) -> str:
+    """math_words before it read symbols itself: every run through pylatexenc."""
+    read = tex._decoded(written)
+    return unicodedata.normalize("NFKC", tex._SCRIPT.sub("", tex._SPACES.sub(" ", read).strip()))
+
+
+def test_common_runs_are_read_without_pylatexenc() -> None:
+    for run in ("N=1000", "x^{2}", r"\alpha=0.1", r"O(n \log n)", r"\ell_1", "10^{-3}"):
+        assert tex._symbols_read(run) is not None, run
+    assert tex._symbols_read(r"\mathrm{softmax}") is None  # a command with an argument: pylatexenc's
