@@ -40,7 +40,7 @@ CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
 DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")
 ENV_PREFIX = "SEARCHSVC_"
 BACKENDS = ("whoosh", "opensearch")
-ENCODERS = ("onnx-int8", "onnx", "numpy")  # searchsvc/semantic/selection.py
+ENCODERS = ("onnx-int8", "onnx", "numpy", "bge-small-int8", "bge-small")  # searchsvc/semantic/selection.py
 
 
 def _setting(default: Any, why: str, rule: Rule) -> Any:
