@@ -34,7 +34,7 @@ def _no_model(*_settings: object) -> Encoder:
 def test_a_missing_model_is_a_503_naming_it_not_a_500(make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = make_index([_record("chess", 2024, *ABOUT["chess"])])
 
-    for holder in ("searchsvc.backends.whoosh.backend", "searchsvc.operations.search"):  # /readyz, a search
+    for holder in ("searchsvc.semantic.selection", "searchsvc.operations.search"):  # /readyz (encoder_status), a search
         monkeypatch.setattr(f"{holder}.query_encoder", _no_model)
     client = app_for(backend.settings.index_dir).test_client()
     for url in ("/readyz", "/api/search?q=heart"):
