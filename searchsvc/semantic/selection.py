@@ -131,10 +131,10 @@ def choose(name: str, cache_dir: Path) -> Choice:
     if name in BGE:
         try:
             return Choice(name, _onnx_model(name, cache_dir))
-        except BgeUnavailable as exc:
-            notice = f"the {name} encoder cannot run, so MiniLM ({FALLBACK}) ranks by meaning: {exc}"
-            log.warning("%s", notice)
+        except (BgeUnavailable, _OnnxCannotRun) as exc:
             fallback = choose(FALLBACK, cache_dir)
+            notice = f"the {name} encoder cannot run, so MiniLM ({fallback.kind}) ranks by meaning: {exc}"
+            log.warning("%s", notice)
             return Choice(fallback.kind, fallback.model, notice + (f"; {fallback.notice}" if fallback.notice else ""))
     try:
         return Choice(name, _onnx_model(name, cache_dir))

@@ -137,3 +137,14 @@ def test_bge_vectors_never_share_a_store_with_minilm_vectors(tmp_path: Path, fre
     assert stores["bge-small"] == f"{BGE_ID}.npz" and BGE_ID == "bge-small-en-v1.5@828e1496d7fa"
     assert stores["bge-small-int8"] == f"{BGE_ID}-int8-{BUILT_SHA256['bge-small-int8'][:12]}.npz"
     assert len({stores[name] for name in names}) == 4  # numpy and fp32 ONNX MiniLM share theirs (same numbers)
+
+
+def test_bge_without_onnxruntime_falls_to_numpy_saying_both_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fresh_choice: None
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with caplog.at_level(logging.WARNING, logger=selection.__name__):
+        assert shared_encoder("bge-small-int8", tmp_path).name == "numpy"
+    notice = selection.choose("bge-small-int8", tmp_path).notice
+    assert notice.startswith("the bge-small-int8 encoder cannot run, so MiniLM (numpy) ranks by meaning")
+    assert "onnxruntime cannot be imported" in notice and len(caplog.records) == 2
