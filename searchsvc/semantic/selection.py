@@ -101,7 +101,7 @@ def encoder_status(settings: Settings) -> dict[str, Any]:
     """What `status` and /readyz say of ranking by meaning's encoder: the one that runs, and why it is
     not the configured one (with how to get that) when it is not."""
     running = query_encoder(settings).name
-    notice = choose(settings.encoder, settings.model_cache_dir).notice if settings.encoder != "numpy" else ""
+    notice = choose(settings.encoder, settings.model_cache_dir).notice
     return {"encoder": running, **({"encoder_notice": notice} if notice else {})}
 
 
