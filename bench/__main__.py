@@ -1,5 +1,5 @@
 """`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|typos|sources|update|churn|
-change_costs|rebuild_phases|publication [options]`: see bench/README.md."""
+change_costs|rebuild_phases|publication|bge_int8 [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ COMMANDS = (
     "change_costs",
     "rebuild_phases",
     "publication",
+    "bge_int8",
 )
 
 if __name__ == "__main__":

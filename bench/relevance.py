@@ -15,6 +15,7 @@ over every judged query; a query the service rejects, or one that finds nothing,
     python bench/relevance.py --corpus C.jsonl --queries Q.tsv --qrels R.tsv [--name N]
     python bench/relevance.py --opensearch http://127.0.0.1:9200   # the OpenSearch backend too
     python bench/relevance.py --encoder numpy                      # another sentence encoder than the default
+    python bench/relevance.py --encoder bge-small --no-query-prefix   # bge's queries without BAAI's instruction
 
 The service's default includes ranking by meaning, so each index embeds its papers (SciFact's
 5,183 abstracts take about 7 minutes on two cores). The vectors are kept by content in
@@ -328,7 +329,14 @@ def main(argv: list[str] | None = None) -> None:
         help="where paper vectors are kept between runs, a folder per collection (default: %(default)s; '': nowhere)",
     )
     parser.add_argument("--encoder", choices=ENCODERS, help="the sentence encoder (default: the setting's default)")
+    parser.add_argument(
+        "--no-query-prefix", action="store_true", help="embed bge's queries without BAAI's retrieval instruction"
+    )
     args = parser.parse_args(argv)
+    if args.no_query_prefix:
+        from searchsvc.semantic import onnx_encoder
+
+        onnx_encoder.QUERY_PREFIX.clear()  # read when the query encoder is made, after this
     if args.corpus or args.queries or args.qrels:
         if not (args.corpus and args.queries and args.qrels):
             parser.error("--corpus, --queries and --qrels go together")

@@ -224,7 +224,8 @@ def _query_vector(answer: Answer[Any], settings: Settings) -> Callable[[int], np
     def vector(tier: int) -> np.ndarray:
         text = texts[tier] or texts[LAST_TIER]
         if text not in encoded:
-            encoded[text] = query_encoder(settings).encode([text])[0]
+            encoder = query_encoder(settings)
+            encoded[text] = encoder.encode([encoder.query_prefix + text])[0]
         return encoded[text]
 
     return vector

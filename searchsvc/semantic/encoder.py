@@ -45,6 +45,7 @@ class Encoder:
 
     name = "numpy"
     model_id = MODEL_ID
+    query_prefix = ""  # MiniLM embeds queries as they are
 
     def __init__(self, model_dir: Path) -> None:
         weights, tokenizer = checked_model_files(model_dir)
@@ -114,11 +115,11 @@ def checked_model_files(model_dir: Path) -> tuple[Path, Path]:
     return weights, tokenizer
 
 
-def load_tokenizer(path: Path) -> Tokenizer:
-    """The model's tokenizer, cutting texts at MAX_TOKENS as sentence-transformers does, padding none
-    (the file pads to 128 tokens: each encoder pads a batch to its own longest text)."""
+def load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS) -> Tokenizer:
+    """The model's tokenizer, cutting texts at `max_tokens` as sentence-transformers does, padding none
+    (MiniLM's file pads to 128 tokens: each encoder pads a batch to its own longest text)."""
     tokenizer = Tokenizer.from_file(str(path))
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.enable_truncation(max_length=max_tokens)
     tokenizer.no_padding()
     return tokenizer
 

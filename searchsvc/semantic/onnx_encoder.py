@@ -1,5 +1,5 @@
-"""all-MiniLM-L6-v2 sentence embeddings on ONNX Runtime: the same numbers as `encoder.Encoder`
-in fp32, close to them in int8, several times faster (docs/performance.md)."""
+"""Sentence embeddings on ONNX Runtime: all-MiniLM-L6-v2 (the same numbers as `encoder.Encoder`
+in fp32, close to them in int8, several times faster: docs/performance.md) or bge-small-en-v1.5."""
 
 from __future__ import annotations
 
@@ -18,7 +18,14 @@ from searchsvc.semantic.onnx_model import OnnxUnavailable
 # here (docs/performance.md). int8 runs one text at a time, which pads nothing: its per-token
 # scales (`onnx_quantize`) leave a text's vector the same in any batch, but batches of 2–16 were
 # slower (papers/s 36, 36, 33, 29, 25 for 1, 2, 4, 8, 16 texts, one run).
-BATCH = {"onnx": 4, "onnx-int8": 1}
+BATCH = {"onnx": 4, "onnx-int8": 1, "bge-small": 4, "bge-small-int8": 1}
+# bge's graph gives every token's state and is pooled here by its first ([CLS]) token, as BAAI
+# trained it; MiniLM's graph pools (the mean of the real tokens) itself.
+CLS_POOLED = ("bge-small", "bge-small-int8")
+# BAAI's instruction for retrieval queries (never papers), from the model card; docs/decisions.md
+# has what it changed here.
+QUERY_PREFIX = {"bge-small": "Represent this sentence for searching relevant passages: "}
+QUERY_PREFIX["bge-small-int8"] = QUERY_PREFIX["bge-small"]
 _LOAD_ERRORS = (Fail, InvalidGraph, InvalidProtobuf, NoSuchFile)  # ONNX Runtime's own, not Python's
 
 
@@ -27,6 +34,7 @@ class OnnxEncoder:
 
     def __init__(self, kind: str, model_id: str, model: Path, tokenizer: Tokenizer, threads: int) -> None:
         self.name, self.model_id = kind, model_id
+        self.query_prefix = QUERY_PREFIX.get(kind, "")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # 1: no thread pool at all, as a gunicorn worker needs
         options.inter_op_num_threads = 1
@@ -36,6 +44,7 @@ class OnnxEncoder:
             self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         except _LOAD_ERRORS as exc:
             raise OnnxUnavailable(f"ONNX Runtime cannot load {model.name}: {exc}") from exc
+        self._inputs = [given.name for given in self._session.get_inputs()]  # bge's takes token_type_ids too
         self._tokenizer = tokenizer  # no padding set: batches are padded here, to their own longest text
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -60,5 +69,9 @@ class OnnxEncoder:
         for row, encoding in enumerate(encodings):
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1
-        (pooled,) = self._session.run(None, dict(zip(INPUTS, (ids, mask), strict=True)))
+        given = dict(zip(INPUTS, (ids, mask), strict=True))
+        feeds = {name: given.get(name, np.zeros_like(ids)) for name in self._inputs}  # token type 0 throughout
+        (pooled,) = self._session.run(None, feeds)
+        if self.name in CLS_POOLED:
+            pooled = pooled[:, 0]
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)

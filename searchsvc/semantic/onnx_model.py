@@ -1,7 +1,8 @@
 """The ONNX model files, built on first use into the service's model cache and checked by SHA-256.
 
-Nothing is downloaded: the fp32 graph is built from the pinned safetensors weights
-(`onnx_graph`) and rewritten into int8 (`onnx_quantize`). Both steps are deterministic for
+Nothing is downloaded here: MiniLM's fp32 graph is built from the pinned safetensors weights
+(`onnx_graph`); bge-small's is the one fetched at install time (`bge_model`). Each is rewritten
+into int8 (`onnx_quantize`). Both steps are deterministic for
 pinned `onnx`, `numpy` and `protobuf` versions, so the built files' SHA-256 are pinned below like
 the weights' own; a file that differs (other versions, a damaged cache) is not used
 (docs/decisions.md). Building both takes a few seconds, once per cache directory.
@@ -21,13 +22,20 @@ from pathlib import Path
 from safetensors.numpy import load_file
 
 from searchsvc.host import ScratchFolder, remove_abandoned
-from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, model_dir, sha256
+from searchsvc.semantic import bge_model
+from searchsvc.semantic.encoder import MAX_TOKENS, WEIGHTS_SHA256, checked_model_files, model_dir, sha256
 
 # SHA-256 of each built file, for onnx==1.23.2, numpy==2.4.6 and protobuf==7.36.2 (pyproject.toml).
 BUILT_SHA256 = {
     "onnx": "325354f19c5c820383db3cdc9677818b0de7ccac6ee99061b9e81c45dfde92a9",
     "onnx-int8": "9b4629f67034c03049fb3cf69b6bd9647bc93106bdcc3f811e18cda6fdce0c3e",
+    "bge-small-int8": "cce5c017555cff50fbd3a85b16f39fd8f8fb9fb01b5a5d7adfa21f5897401c1b",
 }
+BGE = ("bge-small-int8", "bge-small")  # the encoders running bge-small-en-v1.5; the others run MiniLM
+INT8_OF = {"onnx-int8": "onnx", "bge-small-int8": "bge-small"}  # each int8 model and the fp32 one it is built from
+# Tokens read per text: MiniLM's max_seq_length, and for bge the same, not its 512: its nDCG@10 was
+# measured so (docs/decisions.md), and attention's cost grows with the square of a text's tokens.
+_MAX_TOKENS = {"onnx": MAX_TOKENS, "onnx-int8": MAX_TOKENS, "bge-small": MAX_TOKENS, "bge-small-int8": MAX_TOKENS}
 
 _TEMP_PREFIX = ".build-"  # a build's folder (host.ScratchFolder), its model file before it is renamed into place
 
@@ -38,16 +46,19 @@ class OnnxUnavailable(RuntimeError):
 
 
 def model_file(kind: str, cache_dir: Path) -> Path:
-    """The checked model file of `kind` ("onnx" or "onnx-int8"), built into `cache_dir` if it is not there."""
-    path = cache_dir / f"all-MiniLM-L6-v2-{WEIGHTS_SHA256[:12]}-{kind}-{BUILT_SHA256[kind][:12]}.onnx"
+    """The checked model file of `kind` (an ONNX encoder's name), built into `cache_dir` if it is not
+    there; bge-small's fp32 graph must have been fetched (`bge_model.BgeUnavailable` otherwise)."""
+    if kind == "bge-small":
+        return bge_model.checked_files(cache_dir)[0]
+    path = cache_dir / _file_name(kind)
     if _is_expected(path, kind):
         return path
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    if kind == "onnx-int8":
-        fp32 = model_file("onnx", cache_dir)  # before taking the lock, which that call takes too
+    if kind in INT8_OF:
+        fp32 = model_file(INT8_OF[kind], cache_dir)  # before taking the lock, which that call takes too
         build: Callable[[Path], None] = partial(_quantize, fp32)
     else:
         build = _build_fp32
+    cache_dir.mkdir(parents=True, exist_ok=True)
     with (cache_dir / ".build.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # workers starting together build it once; released on close
         if not _is_expected(path, kind):
@@ -58,6 +69,22 @@ def model_file(kind: str, cache_dir: Path) -> Path:
             f"are onnx, numpy and protobuf the pinned versions? ({path}: {sha256(path)})"
         )
     return path
+
+
+def tokenizer_file(kind: str, cache_dir: Path) -> Path:
+    """The checked tokenizer of the model `kind` runs."""
+    return bge_model.checked_files(cache_dir)[1] if kind in BGE else checked_model_files(model_dir())[1]
+
+
+def max_tokens(kind: str) -> int:
+    """Tokens the model `kind` runs reads of a text: the rest is cut."""
+    return _MAX_TOKENS[kind]
+
+
+def _file_name(kind: str) -> str:
+    if kind in BGE:
+        return f"bge-small-en-v1.5-{bge_model.MODEL_SHA256[:12]}-int8-{BUILT_SHA256[kind][:12]}.onnx"
+    return f"all-MiniLM-L6-v2-{WEIGHTS_SHA256[:12]}-{kind}-{BUILT_SHA256[kind][:12]}.onnx"
 
 
 def _is_expected(path: Path, kind: str) -> bool:
@@ -100,7 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     cache_dir = Path(args[0]) if args else load_settings().model_cache_dir
     for kind in BUILT_SHA256:
-        print(model_file(kind, cache_dir))
+        try:
+            print(model_file(kind, cache_dir))
+        except bge_model.BgeUnavailable as exc:
+            print(f"{kind}: {exc}", file=sys.stderr)
 
 
 if __name__ == "__main__":

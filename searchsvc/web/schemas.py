@@ -728,8 +728,14 @@ class StatusSchema(Schema):
     )
     encoder = fields.String(
         metadata={
-            "description": "What embeds queries and papers, when ranking by meaning is on: onnx, onnx-int8 or numpy "
-            "(numpy too when the configured ONNX encoder cannot run)."
+            "description": "What embeds queries and papers, when ranking by meaning is on: bge-small-int8, "
+            "bge-small, onnx-int8, onnx or numpy (onnx-int8 when bge-small's files are not installed, numpy when "
+            "ONNX Runtime cannot run)."
+        },
+    )
+    encoder_notice = fields.String(
+        metadata={
+            "description": "Only when the encoder that runs is not the configured one: why, and how to get that one."
         },
     )
 

@@ -23,6 +23,18 @@ from tests.helpers.backends import BackendFactory, Build
 from tests.helpers.documents import HIT_KEYS, SEARCH_RESULT_KEYS
 
 COMPOSITIONAL = "Compositional Embeddings Using Complementary Partitions for Memory-Efficient Recommendation Systems"
+# Queries in users' words and the seed paper each must find first, whichever encoder ranks by meaning
+# (tests/unit/backends/whoosh/test_semantic_ranking.py checks them with bge-small too).
+NATURAL_SEED_QUERIES = [
+    ("embedding table compression", "Learning to Collide: Recommendation System Model Compression"),
+    ("FP8 training", "LoKA: Low-precision Kernel Applications for Recommendation Models At Scale"),
+    ("checkpointing recommendation models", "Check-N-Run: A Checkpointing System"),
+    ("fault tolerant training on many GPUs", "Training LLMs with Fault Tolerant HSDP on 100,000 GPUs"),
+    ("near-memory processing for recommendation", "RecNMP: Accelerating Personalized Recommendation"),
+    ("network topology for distributed training", "TopoOpt: Co-optimizing Network Topology"),
+    ("disaggregated inference", "Beyond the Buzz: A Pragmatic Take on Inference Disaggregation"),
+    ("compositional embeddings", COMPOSITIONAL),
+]
 
 
 def facet(document: dict, name: str) -> dict:
@@ -554,19 +566,7 @@ def test_readiness_names_the_published_index(client: FlaskClient, factory: Backe
     assert ready["engine"] == factory.kind  # the engine, not its library's version
 
 
-@pytest.mark.parametrize(
-    ("query", "expected_first"),
-    [
-        ("embedding table compression", "Learning to Collide: Recommendation System Model Compression"),
-        ("FP8 training", "LoKA: Low-precision Kernel Applications for Recommendation Models At Scale"),
-        ("checkpointing recommendation models", "Check-N-Run: A Checkpointing System"),
-        ("fault tolerant training on many GPUs", "Training LLMs with Fault Tolerant HSDP on 100,000 GPUs"),
-        ("near-memory processing for recommendation", "RecNMP: Accelerating Personalized Recommendation"),
-        ("network topology for distributed training", "TopoOpt: Co-optimizing Network Topology"),
-        ("disaggregated inference", "Beyond the Buzz: A Pragmatic Take on Inference Disaggregation"),
-        ("compositional embeddings", COMPOSITIONAL),
-    ],
-)
+@pytest.mark.parametrize(("query", "expected_first"), NATURAL_SEED_QUERIES)
 def test_natural_seed_queries_rank_their_paper_first(client: FlaskClient, query: str, expected_first: str) -> None:
     assert client.get("/api/search", query_string={"q": query}).json["results"][0]["title"].startswith(expected_first)
 

@@ -45,7 +45,7 @@ from searchsvc.core.ranking import related_order, rocchio
 from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.text import fold
-from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
+from searchsvc.semantic.selection import encoder_status, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
 ENGINE = "opensearch"
@@ -259,10 +259,10 @@ class OpenSearchBackend:
             count = self.client.count(index=self.alias)["count"]
         semantic, embedded = "off", {}
         if self.settings.semantic_ranking:
-            encoder = query_encoder(self.settings).name  # loaded before the first search; a missing model: 503
+            encoder = encoder_status(self.settings)  # loaded before the first search; a missing model: 503
             missing = self.searches.count(vectors.MISSING)
             semantic = "pending" if missing else "on"
-            embedded = {"encoder": encoder, "embedded_papers": count - missing}
+            embedded = {**encoder, "embedded_papers": count - missing}
         meta = dict(mapping.get("_meta", {}))
         meta.pop("mapping_version", None)
         meta.pop(updates.PENDING, None)

@@ -42,7 +42,7 @@ from searchsvc.core.query import Node, SimilarTo
 from searchsvc.core.ranking import RELATED_KEY_TERMS, related_order, rocchio
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.tex import reading
-from searchsvc.semantic.selection import query_encoder, rebuild_encoder, vector_store
+from searchsvc.semantic.selection import encoder_status, rebuild_encoder, vector_store
 from searchsvc.settings import Settings
 
 ENGINE = "whoosh-reloaded"
@@ -259,9 +259,9 @@ class WhooshBackend:
         gen = self._generations.get()
         semantic, embedded = "off", {}
         if self.settings.semantic_ranking:
-            encoder = query_encoder(self.settings).name  # loaded before the first search; a missing model: 503
+            encoder = encoder_status(self.settings)  # loaded before the first search; a missing model: 503
             semantic = "on" if gen.vectors.get() is not None else "pending"
-            embedded = {"encoder": encoder, "embedded_papers": gen.vectors.embedded()}
+            embedded = {**encoder, "embedded_papers": gen.vectors.embedded()}
         doc_count = gen.searcher.doc_count()
         return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic, **embedded)
 

@@ -12,16 +12,16 @@ import pytest
 
 from searchsvc.core.errors import RebuildFailed
 from searchsvc.semantic import selection
-from searchsvc.semantic.encoder import model_dir
 from searchsvc.semantic.encoder_processes import EncoderProcesses
+from searchsvc.semantic.onnx_model import tokenizer_file
 from searchsvc.settings import load_settings
 from tests.unit.semantic.test_onnx_encoder import _onnx, _texts
 
 
 def _processes(kind: str, model: Path | None = None) -> EncoderProcesses:
-    model = model or selection._onnx_model(kind, load_settings(environ={}).model_cache_dir)
-    assert model is not None
-    return EncoderProcesses(kind, selection.model_id(kind), model, model_dir() / "tokenizer.json", 2)
+    cache = load_settings(environ={}).model_cache_dir
+    model = model or selection._onnx_model(kind, cache)
+    return EncoderProcesses(kind, selection.model_id(kind), model, tokenizer_file(kind, cache), 2)
 
 
 def _chunks(size: int) -> list[list[str]]:
@@ -29,8 +29,9 @@ def _chunks(size: int) -> list[list[str]]:
     return [texts[start : start + size] for start in range(0, len(texts), size)]
 
 
-@pytest.mark.parametrize("kind", ["onnx", "onnx-int8"])
+@pytest.mark.parametrize("kind", ["onnx", "onnx-int8", "bge-small-int8"])
 def test_two_processes_give_the_vectors_of_one(kind: str) -> None:
+    """A rebuild's processes and a search's encoder give a paper one vector (the same cut, pooling, model)."""
     chunks = _chunks(9)
     with _processes(kind) as encode_chunks:
         got = list(encode_chunks(iter(chunks)))

@@ -22,8 +22,10 @@ from searchsvc.operations.search import related, search
 from searchsvc.semantic import store
 from searchsvc.semantic.encoder import Encoder, ModelUnavailable
 from searchsvc.semantic.store import load
+from tests.contract.test_contract import NATURAL_SEED_QUERIES
 from tests.helpers.apps import app_for, settings_for
 from tests.helpers.indexes import RECORDS_FILE, MakeIndex
+from tests.helpers.paths import SEEDS
 from tests.helpers.records import jsonl
 
 
@@ -34,7 +36,7 @@ def _no_model(*_settings: object) -> Encoder:
 def test_a_missing_model_is_a_503_naming_it_not_a_500(make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = make_index([_record("chess", 2024, *ABOUT["chess"])])
 
-    for holder in ("searchsvc.backends.whoosh.backend", "searchsvc.operations.search"):  # /readyz, a search
+    for holder in ("searchsvc.semantic.selection", "searchsvc.operations.search"):  # /readyz (encoder_status), a search
         monkeypatch.setattr(f"{holder}.query_encoder", _no_model)
     client = app_for(backend.settings.index_dir).test_client()
     for url in ("/readyz", "/api/search?q=heart"):
@@ -285,3 +287,13 @@ def test_a_reopen_after_small_segments_merge_takes_their_vectors_from_the_genera
     read.clear()
     assert backend.status()["semantic_ranking"] == "on"
     assert backend.vector_store not in read
+
+
+def test_with_bge_the_natural_seed_queries_find_their_paper_first(make_index: MakeIndex) -> None:
+    """The seeds' expectations hold whichever encoder is chosen, not only the default one."""
+    backend = make_index(sources=[SEEDS], encoder="bge-small-int8")
+    assert backend.status()["encoder"] == "bge-small-int8", "bge-small is not fetched: the test would prove nothing"
+    client = app_for(backend.settings.index_dir, encoder="bge-small-int8").test_client()
+    for query, expected_first in NATURAL_SEED_QUERIES:
+        first = client.get("/api/search", query_string={"q": query}).get_json()["results"][0]["title"]
+        assert first.startswith(expected_first), query
