@@ -7,7 +7,7 @@ and reject the same input with the same messages.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_dump, post_load, pre_dump, validate, validates_schema
@@ -45,6 +45,13 @@ def _iso_date(text: str | None) -> None:
 
 
 _OUT_OF_RANGE = "Must be between {min} and {max}."
+
+
+def _optional_text(validator: Callable[[str | None], None], description: str, **documented: str) -> fields.String:
+    """A text parameter that may be left out, checked by `validator`; `documented`: more of its OpenAPI schema."""
+    return fields.String(
+        load_default=None, allow_none=True, validate=validator, metadata={"description": description, **documented}
+    )
 
 
 def _instant(text: str | None) -> None:
@@ -85,35 +92,22 @@ class SearchRequestSchema(Schema):
         validate=_YEAR,
         metadata={"description": "Inclusive; not before year_from."},
     )
-    date_from = fields.String(
-        load_default=None,
-        allow_none=True,
-        validate=_iso_date,
-        metadata={
-            "description": "ISO 8601 date: 2021-06-29, or 2021-06 or 2021 for its first day. A paper is in the range "
-            "when its date, as precisely as known, may be in it (a paper of 2021 is in a range from 2021-06-29).",
-            **_ISO_DATE,
-        },
+    date_from = _optional_text(
+        _iso_date,
+        "ISO 8601 date: 2021-06-29, or 2021-06 or 2021 for its first day. A paper is in the range when its date, "
+        "as precisely as known, may be in it (a paper of 2021 is in a range from 2021-06-29).",
+        **_ISO_DATE,
     )
-    date_to = fields.String(
-        load_default=None,
-        allow_none=True,
-        validate=_iso_date,
-        metadata={
-            "description": "Inclusive ISO 8601 date; 2021-06 or 2021 stands for its last day. Not before date_from.",
-            **_ISO_DATE,
-        },
+    date_to = _optional_text(
+        _iso_date,
+        "Inclusive ISO 8601 date; 2021-06 or 2021 stands for its last day. Not before date_from.",
+        **_ISO_DATE,
     )
-    added_since = fields.String(
-        load_default=None,
-        allow_none=True,
-        validate=_instant,
-        metadata={
-            "description": "Only papers added to this index at or after this ISO 8601 instant (a date: from its "
-            "start, in UTC; a time without an offset: UTC). A change's changed_at gives the papers it added and "
-            "those added since.",
-            "example": "2026-12-04T22:04:13Z",
-        },
+    added_since = _optional_text(
+        _instant,
+        "Only papers added to this index at or after this ISO 8601 instant (a date: from its start, in UTC; a time "
+        "without an offset: UTC). A change's changed_at gives the papers it added and those added since.",
+        example="2026-12-04T22:04:13Z",
     )
     sort = fields.String(
         load_default="relevance",
