@@ -62,13 +62,13 @@ def q_model(folder: Path) -> Path:
 def run(count: int) -> dict[str, Any]:
     from searchsvc.semantic.encoder import load_tokenizer
     from searchsvc.semantic.onnx_encoder import OnnxEncoder
-    from searchsvc.semantic.onnx_model import max_tokens, model_file, tokenizer_file
+    from searchsvc.semantic.onnx_model import model_file, tokenizer_file
     from searchsvc.settings import load_settings
 
     before = machine()
     cache = load_settings().model_cache_dir
     texts = abstracts(count)
-    tokenizer = load_tokenizer(tokenizer_file("bge-small", cache), max_tokens("bge-small"))
+    tokenizer = load_tokenizer(tokenizer_file("bge-small", cache))
     lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
     with tempfile.TemporaryDirectory() as folder:
         models = {

@@ -52,11 +52,11 @@ def flops(lengths: list[int], layers: int) -> float:
 def token_counts(name: str, texts: list[str]) -> list[int]:
     """Tokens each text gives `name`'s model, as it cuts them."""
     from searchsvc.semantic.encoder import load_tokenizer
-    from searchsvc.semantic.onnx_model import max_tokens, tokenizer_file
+    from searchsvc.semantic.onnx_model import tokenizer_file
     from searchsvc.settings import load_settings
 
     kind = "onnx" if name == "numpy" else name
-    tokenizer = load_tokenizer(tokenizer_file(kind, load_settings().model_cache_dir), max_tokens(kind))
+    tokenizer = load_tokenizer(tokenizer_file(kind, load_settings().model_cache_dir))
     return [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
 
 

@@ -115,11 +115,13 @@ def checked_model_files(model_dir: Path) -> tuple[Path, Path]:
     return weights, tokenizer
 
 
-def load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS) -> Tokenizer:
-    """The model's tokenizer, cutting texts at `max_tokens` as sentence-transformers does, padding none
-    (MiniLM's file pads to 128 tokens: each encoder pads a batch to its own longest text)."""
+def load_tokenizer(path: Path) -> Tokenizer:
+    """A model's tokenizer, cutting texts at MAX_TOKENS as sentence-transformers does, padding none
+    (MiniLM's file pads to 128 tokens: each encoder pads a batch to its own longest text). bge-small
+    reads the same 256 tokens, not its 512: its nDCG@10 was measured so (docs/decisions.md), and
+    attention's cost grows with the square of a text's tokens."""
     tokenizer = Tokenizer.from_file(str(path))
-    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
     tokenizer.no_padding()
     return tokenizer
 

@@ -25,7 +25,6 @@ import numpy as np
 
 from searchsvc.core.errors import RebuildFailed
 from searchsvc.semantic.encoder import DIMENSIONS, load_tokenizer
-from searchsvc.semantic.onnx_model import max_tokens
 
 UNIT = 4  # texts handed to a process at a time: fp32's batch, so its batches are a single process's
 _JOIN_SECONDS = 10.0
@@ -42,7 +41,7 @@ class EncoderProcesses:
     stops the workers on exit."""
 
     def __init__(self, kind: str, model_id: str, model: Path, tokenizer: Path, processes: int) -> None:
-        self._tokenizer = load_tokenizer(tokenizer, max_tokens(kind))  # only to sort texts: the workers run the model
+        self._tokenizer = load_tokenizer(tokenizer)  # only to sort texts by length: the workers run the model
         context = multiprocessing.get_context("spawn")
         self._workers = [_Worker(context, (kind, model_id, model, tokenizer)) for _ in range(processes)]
 
@@ -147,7 +146,7 @@ def _serve(conn: Connection, kind: str, model_id: str, model: Path, tokenizer: P
     try:
         from searchsvc.semantic.onnx_encoder import OnnxEncoder
 
-        encoder = OnnxEncoder(kind, model_id, model, load_tokenizer(tokenizer, max_tokens(kind)), threads=1)
+        encoder = OnnxEncoder(kind, model_id, model, load_tokenizer(tokenizer), threads=1)
         while True:
             try:
                 texts = conn.recv()

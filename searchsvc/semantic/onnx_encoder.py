@@ -12,7 +12,7 @@ from tokenizers import Encoding, Tokenizer
 
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.onnx_graph import INPUTS
-from searchsvc.semantic.onnx_model import OnnxUnavailable
+from searchsvc.semantic.onnx_model import BGE, OnnxUnavailable
 
 # Texts per forward pass, sorted by length so a batch pads little; small batches are no slower
 # here (docs/performance.md). int8 runs one text at a time, which pads nothing: its per-token
@@ -21,11 +21,10 @@ from searchsvc.semantic.onnx_model import OnnxUnavailable
 BATCH = {"onnx": 4, "onnx-int8": 1, "bge-small": 4, "bge-small-int8": 1}
 # bge's graph gives every token's state and is pooled here by its first ([CLS]) token, as BAAI
 # trained it; MiniLM's graph pools (the mean of the real tokens) itself.
-CLS_POOLED = ("bge-small", "bge-small-int8")
+CLS_POOLED = BGE
 # BAAI's instruction for retrieval queries (never papers), from the model card; docs/decisions.md
 # has what it changed here.
-QUERY_PREFIX = {"bge-small": "Represent this sentence for searching relevant passages: "}
-QUERY_PREFIX["bge-small-int8"] = QUERY_PREFIX["bge-small"]
+QUERY_PREFIX = dict.fromkeys(BGE, "Represent this sentence for searching relevant passages: ")
 _LOAD_ERRORS = (Fail, InvalidGraph, InvalidProtobuf, NoSuchFile)  # ONNX Runtime's own, not Python's
 
 

@@ -23,7 +23,7 @@ from safetensors.numpy import load_file
 
 from searchsvc.host import ScratchFolder, remove_abandoned
 from searchsvc.semantic import bge_model
-from searchsvc.semantic.encoder import MAX_TOKENS, WEIGHTS_SHA256, checked_model_files, model_dir, sha256
+from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, model_dir, sha256
 
 # SHA-256 of each built file, for onnx==1.23.2, numpy==2.4.6 and protobuf==7.36.2 (pyproject.toml).
 BUILT_SHA256 = {
@@ -33,9 +33,6 @@ BUILT_SHA256 = {
 }
 BGE = ("bge-small-int8", "bge-small")  # the encoders running bge-small-en-v1.5; the others run MiniLM
 INT8_OF = {"onnx-int8": "onnx", "bge-small-int8": "bge-small"}  # each int8 model and the fp32 one it is built from
-# Tokens read per text: MiniLM's max_seq_length, and for bge the same, not its 512: its nDCG@10 was
-# measured so (docs/decisions.md), and attention's cost grows with the square of a text's tokens.
-_MAX_TOKENS = {"onnx": MAX_TOKENS, "onnx-int8": MAX_TOKENS, "bge-small": MAX_TOKENS, "bge-small-int8": MAX_TOKENS}
 
 _TEMP_PREFIX = ".build-"  # a build's folder (host.ScratchFolder), its model file before it is renamed into place
 
@@ -74,11 +71,6 @@ def model_file(kind: str, cache_dir: Path) -> Path:
 def tokenizer_file(kind: str, cache_dir: Path) -> Path:
     """The checked tokenizer of the model `kind` runs."""
     return bge_model.checked_files(cache_dir)[1] if kind in BGE else checked_model_files(model_dir())[1]
-
-
-def max_tokens(kind: str) -> int:
-    """Tokens the model `kind` runs reads of a text: the rest is cut."""
-    return _MAX_TOKENS[kind]
 
 
 def _file_name(kind: str) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from searchsvc.semantic.bge_model import MODEL_SHA256 as BGE_SHA256
 from searchsvc.semantic.bge_model import BgeUnavailable
 from searchsvc.semantic.encoder import MODEL_ID, checked_model_files, load_tokenizer, model_dir, numpy_encoder
-from searchsvc.semantic.onnx_model import BGE, BUILT_SHA256, max_tokens, tokenizer_file
+from searchsvc.semantic.onnx_model import BGE, BUILT_SHA256, tokenizer_file
 from searchsvc.semantic.store import store_file
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def shared_encoder(name: str = "numpy", cache_dir: Path | None = None, threads: 
         return numpy_encoder()
     from searchsvc.semantic.onnx_encoder import OnnxEncoder
 
-    tokenizer = load_tokenizer(tokenizer_file(choice.kind, cache_dir), max_tokens(choice.kind))
+    tokenizer = load_tokenizer(tokenizer_file(choice.kind, cache_dir))
     return OnnxEncoder(choice.kind, model_id(choice.kind), choice.model, tokenizer, threads)
 
 
