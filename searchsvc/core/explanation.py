@@ -72,6 +72,16 @@ class Explanation:
     def tier_label(self) -> str:
         return TIERS[self.tier]
 
+    @property
+    def weight(self) -> float:
+        """What the similarity is multiplied by (core.fusion.WEIGHT)."""
+        return fusion.WEIGHT
+
+    @property
+    def fields(self) -> list[str]:
+        """The fields any word is searched in, in the order they first come."""
+        return list(dict.fromkeys(field for word in self.words for field in word.fields))
+
 
 def explained(placed: Placed[Any], parts: LexicalParts | None) -> Explanation:
     """`placed`'s score taken apart, the words' parts given by the engine (None: it does not score
