@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from searchsvc.core.arrival import Arrival
-from searchsvc.core.explanation import Explanation
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
 from searchsvc.core.publication import Publication, date_bounds
+
+if TYPE_CHECKING:  # the ranking policy it explains answers searches: a rebuild's fingerprint must not follow it
+    from searchsvc.core.explanation import Explanation
 
 SORTS = ("relevance", "newest", "oldest", "cited", "added")
 FACETS = ("year", "subject", "author", "venue")

@@ -12,6 +12,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_dump, post_load, pre_dump, validate, validates_schema
 
+from searchsvc.core import fusion
 from searchsvc.core.arrival import iso_second, since_second
 from searchsvc.core.errors import InvalidRequest
 from searchsvc.core.explanation import PART_PLACES, SCORE_PLACES
@@ -586,7 +587,7 @@ class ExplanationSchema(Schema):
             "description": "Its rank by similarity among the tier's candidates reordered by meaning (1: nearest)."
         },
     )
-    meaning = _part("When ranked by meaning: WEIGHT × similarity, its part of the score.", allow_none=True)
+    meaning = _part(f"When ranked by meaning: {fusion.WEIGHT} × similarity, its part of the score.", allow_none=True)
     score = Rounded(SCORE_PLACES, required=True, metadata={"description": "The hit's score, as shown."})
 
 

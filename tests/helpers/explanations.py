@@ -23,5 +23,6 @@ def assert_adds_up(hit: dict[str, Any]) -> None:
         assert explanation["best_lexical"] is None and explanation["similarity"] is None
         assert abs(explanation["lexical"] - hit["score"]) <= SCORE_ROUNDING + PART_ROUNDING, explanation
     else:
-        shown = explanation["lexical"] / explanation["best_lexical"] + explanation["meaning"]
+        best = explanation["best_lexical"]  # None where no candidate scored above 0 (nothing divided)
+        shown = (explanation["lexical"] / best if best is not None else explanation["lexical"]) + explanation["meaning"]
         assert abs(shown - hit["score"]) <= SCORE_ROUNDING + 4 * PART_ROUNDING, explanation

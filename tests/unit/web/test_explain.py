@@ -61,9 +61,12 @@ def test_plain_words_are_taken_apart_by_word_and_field(client: FlaskClient, q: s
     assert first["similarity_rank"] >= 1 and first["best_lexical"] >= first["lexical"]
 
 
-def test_a_phrase_is_explained_as_a_whole(client: FlaskClient) -> None:
-    hits = _results(client, q='"embedding tables"', explain="true")
+@pytest.mark.parametrize("q", ['"embedding tables"', "embed*", "author:naumov training", "-embedding"])
+def test_a_query_not_of_plain_words_is_explained_as_a_whole(client: FlaskClient, q: str) -> None:
+    hits = _results(client, q=q, explain="true")
     assert hits
+    page = client.get("/", query_string={"q": q})
+    assert page.status_code == 200 and page.get_data(as_text=True).count('<details class="why">') == len(hits)
     for hit in hits:
         assert_adds_up(hit)
         assert hit["explanation"]["words"] == [] and hit["explanation"]["other"] == hit["explanation"]["lexical"]
@@ -82,5 +85,8 @@ def test_the_page_shows_why_each_result_is_there_closed_and_escaped(client: Flas
     assert page.count('<details class="why">') == page.count('<li class="hit">') > 0
     assert '<details class="why" open' not in page
     assert "memori" in page and "Bonus for matching more of the words" in page
+    assert "Phrases, wildcards" not in page  # plain words explain it all
+    phrase = client.get("/", query_string={"q": '"embedding tables"'}).get_data(as_text=True)
+    assert phrase.count("Phrases, wildcards, names and other clauses") == phrase.count('<li class="hit">') > 0
     browsing = client.get("/", query_string={"q": "embedding", "sort": "newest"}).get_data(as_text=True)
     assert 'class="why"' not in browsing
