@@ -49,7 +49,7 @@ class Candidates(Generic[Ref]):
     vectors: np.ndarray | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: made for every paper of every page, and frozen ones are slower to make
 class Placed(Generic[Ref]):
     """A paper placed on a page, with what placed it there (core.explanation takes it apart): its
     tier, its lexical score and, when ranked by meaning, the best lexical score among the tier's
