@@ -1,5 +1,5 @@
 """`explain=true` on /api/search (issue #32, "Why this result") on the Whoosh seeds: each hit's score
-taken apart, the parts adding up to the score shown. Both engines alike: tests/contract/test_explain.py."""
+taken apart, the parts adding up to the score shown. Both engines alike: tests/contract/test_both_backends_agree.py."""
 
 from __future__ import annotations
 
