@@ -15,6 +15,7 @@ Whoosh computes it over whole posting lists (whoosh/word_scores.py) or in its ma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import log
 from typing import TypeVar
 
@@ -22,10 +23,13 @@ import numpy as np
 import numpy.typing as npt
 
 from searchsvc.backends.analysis import FIELD_B, K1
+from searchsvc.core.explanation import LexicalParts, WordPart
 
 Floats = npt.NDArray[np.float64]
 # One paper's value (Whoosh's matchers score a paper at a time) or every paper's (the numpy paths).
 Values = TypeVar("Values", float, Floats)
+# One scored word in one paper: its text, boost × idf, and its weighed, normalised frequency per field.
+WordInPaper = tuple[str, float, dict[str, float]]
 
 FIELD_WEIGHTS = {"title": 4.0, "abstract": 1.0}  # how much an occurrence in each searched field counts
 COORDINATION = 0.9  # the scale of the bonus for matching more of a group's words (Whoosh's CoordMatcher)
@@ -82,3 +86,29 @@ def rounded(scores: Floats) -> Floats:
     """Scores rounded to 1/SCORE_SCALE. floor(x + 0.5), not round(): Python and numpy compute
     it bit for bit alike (numpy's round() is not Python's)."""
     return np.floor(scores * SCORE_SCALE + 0.5) / SCORE_SCALE
+
+
+def word_parts(words: Sequence[WordInPaper], coordination: float | None, term_count: int) -> LexicalParts:
+    """One paper's lexical score taken apart by word and field ("why this result", core.explanation).
+
+    A word's score saturates its fields' summed frequencies once, so each field gets the share of
+    that score its own frequency is of the sum: the shares add up to the word's score. With the
+    coordination bonus (`coordination`: its scale; `term_count`: the query's (word, field) pairs
+    in the index) `coordinated` scales the sum of the words' scores, so each part is scaled alike
+    and the bonus is its own scaled part. Every searched field of every word is given, 0 where
+    the paper lacks the word."""
+    found: list[WordPart] = []
+    matching = 0  # the paper's matched (word, field) pairs, as `coordinated` counts them
+    for word, scale, frequencies in words:
+        matching += sum(1 for frequency in frequencies.values() if frequency > 0)
+        total = sum(frequencies.values())
+        score = float(saturated(total, scale)) if total > 0 else 0.0
+        found.append(
+            WordPart(word, {field: score * part / total if total > 0 else 0.0 for field, part in frequencies.items()})
+        )
+    factor, bonus = 1.0, 0.0
+    if coordination is not None and term_count and term_count != coordination and matching:
+        factor = (term_count - 1) / term_count
+        bonus = (matching - 1) / (term_count - coordination) ** 2 * factor
+    scaled = (WordPart(part.word, {field: share * factor for field, share in part.fields.items()}) for part in found)
+    return LexicalParts(tuple(scaled), bonus)

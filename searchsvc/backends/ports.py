@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 
 from searchsvc.core.catalogue import Catalogue, Change, JournalEntry
 from searchsvc.core.deadline import Deadline
+from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.model import FacetLookup, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
@@ -85,6 +86,11 @@ class Answer(CandidateSource[Ref], Protocol[Ref]):
 
     def meaning_ready(self) -> bool:
         """Whether its papers have their vectors (False while a rebuild or a write is embedding them)."""
+
+    def lexical_parts(self, tier: int, refs: list[Ref]) -> list[LexicalParts | None]:
+        """The words' parts of the lexical scores `candidates` gave `refs` in `tier` (core.explanation),
+        computed by backends/bm25f.py from what scored them; None for a paper not scored as plain words
+        (its whole lexical score is then the explanation's `other`)."""
 
     def page(self) -> list[Ref]:
         """Browsing (no query, or a sort by date): the request's page in that order."""

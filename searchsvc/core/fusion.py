@@ -14,8 +14,13 @@ WEIGHT = 1.5
 CANDIDATES = 100  # the lexical matches reordered, per tier; papers below them keep the lexical order
 
 
-def fused_scores(lexical: np.ndarray, best: float, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Scores of papers with lexical scores `lexical` and unit vectors `vectors` (a row each),
-    `best` being the best lexical score among the candidates."""
+def similarities(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each candidate's cosine similarity to the query (unit vectors, a row each), in float32."""
     similarity: np.ndarray = vectors.astype(np.float32) @ query  # the stubs give `@` on an unknown dtype as Any
+    return similarity
+
+
+def fused(lexical: np.ndarray, best: float, similarity: np.ndarray) -> np.ndarray:
+    """Scores of papers with lexical scores `lexical` and similarities `similarity` to the query,
+    `best` being the best lexical score among the candidates."""
     return (lexical / best if best > 0 else lexical) + WEIGHT * similarity

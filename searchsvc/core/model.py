@@ -5,11 +5,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from searchsvc.core.arrival import Arrival
 from searchsvc.core.identifiers import Identifiers
 from searchsvc.core.paper import Paper
 from searchsvc.core.publication import Publication, date_bounds
+
+if TYPE_CHECKING:  # the ranking policy it explains answers searches: a rebuild's fingerprint must not follow it
+    from searchsvc.core.explanation import Explanation
 
 SORTS = ("relevance", "newest", "oldest", "cited", "added")
 FACETS = ("year", "subject", "author", "venue")
@@ -36,6 +40,7 @@ class SearchRequest:
     page: int = 1
     per_page: int = 10
     exact: bool = False  # the words only as typed: no typo matches, no other forms (core.typos, core.synonyms)
+    explain: bool = False  # each hit's score taken apart (core.explanation), when ranked by relevance
 
     @property
     def start(self) -> int:
@@ -130,6 +135,7 @@ class Hit:
     publication: Publication = field(default_factory=Publication)
     matched: str | None = None  # "identifier": the query was this paper's arXiv id or DOI
     arrival: Arrival | None = None
+    explanation: Explanation | None = None  # set when asked for and ranked by relevance
 
     @classmethod
     def of(cls, paper: Paper, score: float | None, title: str, abstract: str) -> Hit:

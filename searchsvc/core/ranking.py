@@ -5,7 +5,7 @@ matching only some (tier 1), then those found only through a word's typos or oth
 (tier 2: core.typos, core.synonyms). Within a tier the engine's lexical score decides (of the
 words as typed in the first two, so widening a query never reorders them), ties going to the
 newer paper, then the id (`paper.catalogue_key`). With ranking by meaning, each tier's best
-`fusion.CANDIDATES` lexical matches are reordered by the fused score (`fusion.fused_scores`);
+`fusion.CANDIDATES` lexical matches are reordered by the fused score (`fusion.fused`);
 papers below them keep the lexical order. An engine only finds a tier's candidates in lexical
 order (`CandidateSource`); what comes first is decided here.
 """
@@ -23,7 +23,6 @@ from searchsvc.core.deadline import Deadline
 
 LAST_TIER = 2  # the papers found only through a word's typos or other forms
 Ref = TypeVar("Ref")  # how an engine refers to a paper: a document number, a hit document
-ScoredRef = tuple[Ref, float]
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,22 @@ class Candidates(Generic[Ref]):
     vectors: np.ndarray | None
 
 
+@dataclass(slots=True)  # not frozen: made for every paper of every page, and frozen ones are slower to make
+class Placed(Generic[Ref]):
+    """A paper placed on a page, with what placed it there (core.explanation takes it apart): its
+    tier, its lexical score and, when ranked by meaning, the best lexical score among the tier's
+    candidates (the divisor), its cosine similarity to the query and that similarity's rank among
+    the reordered candidates (1 = nearest in meaning; None below them)."""
+
+    ref: Ref
+    score: float  # what orders the page: the fused score, or the lexical one
+    tier: int
+    lexical: float
+    best_lexical: float | None = None
+    similarity: float | None = None
+    similarity_rank: int | None = None
+
+
 class CandidateSource(Protocol[Ref]):
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Ref]:
         """Places [low, high) of `tier` in lexical order (vectors only if `with_vectors`)."""
@@ -72,17 +87,35 @@ def page_slices(tier_sizes: Sequence[int], start: int, end: int, window: int) ->
     return slices
 
 
-def order_slice(part: TierSlice, found: Candidates[Ref], query: np.ndarray | None) -> list[ScoredRef[Ref]]:
+def order_slice(part: TierSlice, found: Candidates[Ref], query: np.ndarray | None) -> list[Placed[Ref]]:
     """The page's places [low, high) of one tier, with their scores (fused when `query` is given
     and every candidate has a vector; lexical otherwise)."""
     first = part.low - part.fetch_low
     if query is None or found.vectors is None:
         count = part.high - part.low
-        return [(found.refs[i], float(found.scores[i])) for i in range(first, first + count)]
+        return [
+            Placed(found.refs[i], float(found.scores[i]), part.tier, float(found.scores[i]))
+            for i in range(first, first + count)
+        ]
     head = min(fusion.CANDIDATES, len(found.refs))
-    fused = fusion.fused_scores(found.scores, float(found.scores[0]), found.vectors, query)
+    best = float(found.scores[0])
+    similarity = fusion.similarities(found.vectors, query)
+    fused = fusion.fused(found.scores, best, similarity)
     order = np.concatenate([np.lexsort((found.ties[:head], -fused[:head])), np.arange(head, len(found.refs))])
-    return [(found.refs[i], float(fused[i])) for i in order[first : first + part.high - part.low]]
+    nearest = np.empty(head, dtype=np.int64)  # each reordered candidate's rank by similarity, ties by lexical place
+    nearest[np.argsort(-similarity[:head], kind="stable")] = np.arange(1, head + 1)
+    return [
+        Placed(
+            found.refs[i],
+            float(fused[i]),
+            part.tier,
+            float(found.scores[i]),
+            best if best > 0 else None,
+            float(similarity[i]),
+            int(nearest[i]) if i < head else None,
+        )
+        for i in order[first : first + part.high - part.low]
+    ]
 
 
 def rank_page(
@@ -92,15 +125,15 @@ def rank_page(
     source: CandidateSource[Ref],
     query: Callable[[int], np.ndarray] | None,
     deadline: Deadline,
-) -> list[ScoredRef[Ref]]:
-    """The places [start, end) of the whole ordered result, as (ref, score) pairs.
+) -> list[Placed[Ref]]:
+    """The places [start, end) of the whole ordered result, each with its score and what made it.
 
     `query` gives the query's vector a tier is reordered by (computed only for a tier whose
     candidates all have vectors: the first tiers' by the words as typed, the last's by all the
     words searched), or is None when the search is ranked by words alone.
     """
     window = fusion.CANDIDATES if query is not None else 0
-    ranked: list[ScoredRef[Ref]] = []
+    ranked: list[Placed[Ref]] = []
     for part in page_slices(tier_sizes, start, end, window):
         found = source.candidates(part.tier, part.fetch_low, part.fetch_high, with_vectors=window > 0)
         deadline.check()

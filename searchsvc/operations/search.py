@@ -20,6 +20,7 @@ from searchsvc.backends import Answer, Backend
 from searchsvc.core import spelling, typos
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
+from searchsvc.core.explanation import SCORE_PLACES, LexicalParts, explained
 from searchsvc.core.facet_order import counted_in
 from searchsvc.core.identifiers import Pasted, pasted
 from searchsvc.core.model import (
@@ -33,7 +34,7 @@ from searchsvc.core.model import (
 )
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node, SimilarTo, as_typed, check_term_count, meaning, parse, similar_to
-from searchsvc.core.ranking import LAST_TIER, rank_page
+from searchsvc.core.ranking import LAST_TIER, Placed, rank_page
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.synonyms import matches as other_forms
 from searchsvc.core.tex import reading
@@ -62,8 +63,10 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
     if like is not None:
         return _similar(backend, request, like, started, deadline)
     with backend.answer(request, _widened(backend, request, tree), deadline, "page") as answer:
-        ranked = _ranked(answer, request, tree, backend.settings, deadline)
-        hits = answer.hits(ranked)
+        placed = _placed(answer, request, tree, backend.settings, deadline)
+        hits = answer.hits(_scored(answer, placed))
+        if request.explain and placed is not None:
+            hits = _explained(answer, hits, placed, deadline)
         facets = answer.facets()
         deadline.check()
         suggestion = _did_you_mean(answer, request, deadline)
@@ -203,12 +206,39 @@ def _ranked(
 ) -> Ranked:
     """The page's papers in order with their scores: by the ranking policy for a query sorted by
     relevance, in the engine's browsing order otherwise (no scores)."""
+    return _scored(answer, _placed(answer, request, tree, settings, deadline))
+
+
+def _placed(
+    answer: Answer[Any], request: SearchRequest, tree: Node | None, settings: Settings, deadline: Deadline
+) -> list[Placed[Any]] | None:
+    """The page's papers placed by the ranking policy, or None when it is not ranked by relevance."""
     if tree is None or request.sort != "relevance":
-        return [(ref, None) for ref in answer.page()]
+        return None
     total, literal, all_words = answer.total(), answer.literal(), answer.all_words()
     sizes = [all_words, literal - all_words, total - literal]  # core.ranking's tiers; empty ones take no place
-    ranked = rank_page(sizes, request.start, request.end, answer, _query_vector(answer, settings), deadline)
-    return [(ref, round(score, 4)) for ref, score in ranked]
+    return rank_page(sizes, request.start, request.end, answer, _query_vector(answer, settings), deadline)
+
+
+def _scored(answer: Answer[Any], placed: list[Placed[Any]] | None) -> Ranked:
+    """The papers placed with their scores as shown; the engine's browsing order, without scores, if none are."""
+    if placed is None:
+        return [(ref, None) for ref in answer.page()]
+    return [(found.ref, round(found.score, SCORE_PLACES)) for found in placed]
+
+
+def _explained(answer: Answer[Any], hits: list[Hit], placed: list[Placed[Any]], deadline: Deadline) -> list[Hit]:
+    """The hits with their scores taken apart (core.explanation): the engine asked for its words'
+    parts once per tier on the page, for these papers only."""
+    parts: list[LexicalParts | None] = [None] * len(placed)
+    for tier in sorted({found.tier for found in placed}):
+        places = [i for i, found in enumerate(placed) if found.tier == tier]
+        for i, found in zip(places, answer.lexical_parts(tier, [placed[i].ref for i in places]), strict=True):
+            parts[i] = found
+        deadline.check()
+    return [
+        replace(hit, explanation=explained(found, part)) for hit, found, part in zip(hits, placed, parts, strict=True)
+    ]
 
 
 def _query_vector(answer: Answer[Any], settings: Settings) -> Callable[[int], np.ndarray] | None:

@@ -12,8 +12,10 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_dump, post_load, pre_dump, validate, validates_schema
 
+from searchsvc.core import fusion
 from searchsvc.core.arrival import iso_second, since_second
 from searchsvc.core.errors import InvalidRequest
+from searchsvc.core.explanation import PART_PLACES, SCORE_PLACES
 from searchsvc.core.export import EXPORT_FORMATS
 from searchsvc.core.model import (
     LIST_FACETS,
@@ -130,6 +132,12 @@ class SearchRequestSchema(Schema):
             "forms (expand_synonyms)."
         },
     )
+    explain = fields.Boolean(
+        load_default=False,
+        metadata={
+            "description": "Take each result's score apart (its `explanation`): only for a query ranked by relevance."
+        },
+    )
 
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -187,6 +195,7 @@ class SearchRequestSchema(Schema):
             page=data.get("page", 1),
             per_page=data.get("per_page", self.settings.default_per_page),
             exact=data.get("exact", False),
+            explain=data.get("explain", False),
         )
 
 
@@ -203,7 +212,7 @@ class FacetLookupRequestSchema(SearchRequestSchema):
     limit = fields.Integer()
 
     class Meta:
-        exclude = ("sort", "page", "per_page")
+        exclude = ("sort", "page", "per_page", "explain")
 
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
@@ -234,7 +243,7 @@ class AuthorRequestSchema(SearchRequestSchema):
     """An author's papers: a search's filters, sort and page; the author is in the path, and there is no query."""
 
     class Meta:
-        exclude = ("q", "author")
+        exclude = ("q", "author", "explain")
 
     def _build(self, data: dict[str, Any]) -> SearchRequest:
         return self._search_request({**data, "q": "", "author": []})
@@ -272,7 +281,7 @@ class ExportRequestSchema(SearchRequestSchema):
     )
 
     class Meta:
-        exclude = ("page", "per_page")
+        exclude = ("page", "per_page", "explain")
 
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
@@ -314,7 +323,7 @@ class SimilarRequestSchema(SearchRequestSchema):
     )
 
     class Meta:
-        exclude = ("sort",)
+        exclude = ("sort", "explain")
 
     def _build(self, data: dict[str, Any]) -> SearchRequest:
         clauses = [f'similar:"{paper_id}"' for paper_id in data["id"]]
@@ -408,6 +417,7 @@ class QuerySchema(Schema):
     page = fields.Integer(required=True)
     per_page = fields.Integer(required=True)
     exact = fields.Boolean(required=True)
+    explain = fields.Boolean(required=True)
 
 
 class IdentifiersSchema(Schema):
@@ -515,6 +525,72 @@ class HighlightsSchema(Schema):
         return {name: unmarked(text) for name, text in data.items()}
 
 
+class Rounded(fields.Float):
+    """A number shown to `places` decimal places."""
+
+    def __init__(self, places: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.places = places
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> float | None:
+        return None if value is None else round(float(value), self.places) + 0.0  # + 0.0: never -0.0
+
+
+def _part(description: str, **kwargs: Any) -> Rounded:
+    return Rounded(PART_PLACES, required=True, metadata={"description": description}, **kwargs)
+
+
+class WordPartSchema(Schema):
+    word = fields.String(required=True, metadata={"description": "A query word as the index holds it (stemmed)."})
+    fields_ = fields.Dict(
+        data_key="fields",
+        attribute="fields",
+        keys=fields.String(),
+        values=Rounded(PART_PLACES),
+        required=True,
+        metadata={"description": "Its part of the lexical score in each field it is searched in (0: not there)."},
+    )
+    total = _part("Its part of the lexical score: the sum over its fields.")
+
+
+class ExplanationSchema(Schema):
+    """A hit's score taken apart: lexical = Σ words' parts + coordination + other; score = lexical /
+    best_lexical + meaning when ranked by meaning, else lexical. Parts are shown to 6 decimal places and the
+    score to 4, so the sums hold within 0.00005 + 0.0000005 per part."""
+
+    tier = fields.Integer(
+        required=True,
+        metadata={
+            "description": "0: matches every word as typed; 1: some of them; 2: only through a word's typos or "
+            "other forms. Tiers come in order; within one, the score decides."
+        },
+    )
+    words = fields.List(
+        fields.Nested(WordPartSchema),
+        required=True,
+        metadata={"description": "Each query word's BM25F part, the largest first; empty where `other` is all."},
+    )
+    coordination = _part("The bonus for matching more of the query's words (0 for a lone word).")
+    other = _part(
+        "What the words do not explain: the whole lexical score for a query not of plain words (phrases, "
+        "wildcards, AND/OR/NOT, fields of names), else 0."
+    )
+    lexical = _part("The lexical score: the parts' sum.")
+    best_lexical = _part(
+        "When ranked by meaning: the best lexical score among the tier's candidates, which divides it.", allow_none=True
+    )
+    similarity = _part("When ranked by meaning: cosine similarity of the paper and the query.", allow_none=True)
+    similarity_rank = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "Its rank by similarity among the tier's candidates reordered by meaning (1: nearest)."
+        },
+    )
+    meaning = _part(f"When ranked by meaning: {fusion.WEIGHT} × similarity, its part of the score.", allow_none=True)
+    score = Rounded(SCORE_PLACES, required=True, metadata={"description": "The hit's score, as shown."})
+
+
 class HitSchema(PaperSchema):
     score = fields.Float(
         allow_none=True,
@@ -528,6 +604,12 @@ class HitSchema(PaperSchema):
         allow_none=True,
         required=True,
         metadata={"description": '"identifier" where the query was this paper\'s arXiv id or DOI; else null.'},
+    )
+    explanation = fields.Nested(
+        ExplanationSchema,
+        allow_none=True,
+        required=True,
+        metadata={"description": "Why it is here (explain=true, a query ranked by relevance); else null."},
     )
 
 

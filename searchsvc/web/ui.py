@@ -6,6 +6,7 @@ used without JavaScript; the templates only lay out what `page_links` and the ba
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,7 +83,9 @@ def search() -> tuple[str, int] | Response:
         if problems:
             raise InvalidRequest(f"invalid parameters: {', '.join(problems)}", problems)
         search_request: SearchRequest = load_params(SearchRequestSchema(settings), params)
-        result = searching.search(service().backend, search_request)
+        # Each result's "Why this result" (closed until opened): for a page of at most max_per_page hits
+        # ranked by relevance, what their scores were made of (core.explanation).
+        result = searching.search(service().backend, replace(search_request, explain=True))
         found = {
             facet: searching.facet_values(service().backend, facet, typed, search_request, settings.facet_limit)
             for facet, typed in find.items()

@@ -11,10 +11,12 @@ from collections.abc import Iterator
 import pytest
 from flask.testing import FlaskClient
 
+from searchsvc import create_app
 from searchsvc.backends.opensearch.word_rescoring import plain_words
 from searchsvc.core.query import parse
 from tests.helpers.apps import error_of
 from tests.helpers.backends import BACKENDS, BackendFactory
+from tests.helpers.explanations import assert_adds_up
 from tests.helpers.paths import SEEDS
 
 SAME_ANSWERS = [
@@ -54,13 +56,28 @@ SAME_ERRORS = [
 
 
 @pytest.fixture(scope="module")
-def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, FlaskClient]]:
+def published(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict]]:
+    """Each backend's settings, the seeds published on it."""
     factories = {kind: BackendFactory(kind, request, tmp_path_factory) for kind in BACKENDS}
     # Both rank by meaning too, from one vector store: the same vectors fused the same way.
     vectors = str(tmp_path_factory.mktemp("shared-vectors"))
-    yield {kind: made.publish([SEEDS], vector_store=vectors).test_client() for kind, made in factories.items()}
+    yield {kind: made.published([SEEDS], vector_store=vectors) for kind, made in factories.items()}
     for made in factories.values():
         made.close()
+
+
+@pytest.fixture(scope="module")
+def both(published: dict[str, dict]) -> dict[str, FlaskClient]:
+    return {kind: create_app(overrides).test_client() for kind, overrides in published.items()}
+
+
+@pytest.fixture(scope="module")
+def both_by_words(published: dict[str, dict]) -> dict[str, FlaskClient]:
+    """The same indexes, ranked by their words alone."""
+    return {
+        kind: create_app({**overrides, "semantic_ranking": False}).test_client()
+        for kind, overrides in published.items()
+    }
 
 
 @pytest.mark.parametrize("params", SAME_ANSWERS, ids=lambda params: json.dumps(params))
@@ -150,3 +167,38 @@ def test_plain_words_rank_every_place_alike_on_both_backends(both: dict[str, Fla
 def test_both_backends_refuse_the_same_requests_the_same_way(both: dict[str, FlaskClient], query: str) -> None:
     whoosh, opensearch = (error_of(both[kind], f"/api/search?{query}", 400) for kind in BACKENDS)
     assert opensearch == whoosh
+
+
+# Why each result is where it is (explain=true): plain words, a hyphenated word's parts, typos (tier 2),
+# a repeated word, other one-word forms (core.synonyms), and a phrase (explained as a whole).
+EXPLAINED = [
+    "compositional embeddings",
+    "memory-efficient recommendation",
+    "embedding tabels hardwre",
+    "training training inference",
+    "deep learning recommendation models",
+    '"embedding tables"',
+]
+
+
+@pytest.mark.parametrize("q", EXPLAINED)
+@pytest.mark.parametrize("ranking", ["meaning", "words"])
+def test_both_backends_explain_each_result_with_the_same_parts(
+    both: dict[str, FlaskClient], both_by_words: dict[str, FlaskClient], q: str, ranking: str
+) -> None:
+    clients = both if ranking == "meaning" else both_by_words
+    params = {"q": q, "explain": "true", "per_page": 30}
+    whoosh, opensearch = (clients[kind].get("/api/search", query_string=params).json["results"] for kind in BACKENDS)
+    assert whoosh
+    for hit in whoosh + opensearch:
+        assert_adds_up(hit)
+        assert (hit["explanation"]["meaning"] is not None) == (ranking == "meaning")
+    if plain_words(parse(q)):
+        # Plain words score BM25F on both engines, from the same arithmetic: the same parts.
+        assert [(hit["id"], hit["explanation"]) for hit in opensearch] == [
+            (hit["id"], hit["explanation"]) for hit in whoosh
+        ]
+        assert all(hit["explanation"]["words"] and abs(hit["explanation"]["other"]) <= 1e-6 for hit in whoosh)
+    else:
+        # Another query keeps each engine's own score (see above): explained whole, as `other`.
+        assert all(hit["explanation"]["words"] == [] for hit in whoosh + opensearch)

@@ -66,6 +66,7 @@ def test_search_returns_the_result_document(client: FlaskClient) -> None:
         "page": 1,
         "per_page": 3,
         "exact": False,
+        "explain": False,
     }
     top = document["results"][0]
     assert top["title"] == COMPOSITIONAL
@@ -233,7 +234,7 @@ def test_did_you_mean(client: FlaskClient) -> None:
 def test_paper_and_related_papers(client: FlaskClient) -> None:
     hit = client.get("/api/search?q=compositional+embeddings").json["results"][0]
     paper = client.get(f"/api/papers/{hit['id']}").json
-    assert paper == {key: hit[key] for key in HIT_KEYS if key not in ("score", "highlights", "matched")}
+    assert paper == {key: hit[key] for key in HIT_KEYS if key not in ("score", "highlights", "matched", "explanation")}
     assert paper["identifiers"] == {"arxiv": None, "doi": None, "url": None}  # profile pages give none
     related = client.get(f"/api/papers/{hit['id']}/related").json
     assert related["id"] == hit["id"]

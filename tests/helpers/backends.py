@@ -58,9 +58,14 @@ class BackendFactory:
 
     def publish(self, sources: list[Path], **extra: Any) -> Flask:
         """An app serving `sources`, rebuilt through the backend the way `searchsvc rebuild` does."""
+        return create_app(self.published(sources, **extra))
+
+    def published(self, sources: list[Path], **extra: Any) -> dict[str, Any]:
+        """The settings of an index of `sources`, rebuilt as by `publish`: apps with other settings
+        (of searches, not of the index) can serve it."""
         overrides = self.overrides(**extra)
         rebuild(open_backend(load_settings(overrides, environ={})), sources)
-        return create_app(overrides)
+        return overrides
 
     def publish_records(self, records: Iterable[dict[str, Any]], **extra: Any) -> Flask:
         """An app serving `records`, written to a JSON-lines file of their own and published as by `publish`."""

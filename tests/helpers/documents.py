@@ -34,4 +34,5 @@ HIT_KEYS = (
     "score",
     "highlights",
     "matched",
+    "explanation",
 )

@@ -759,6 +759,34 @@ def test_every_kind_of_page_passes_the_accessibility_audit(
         expect_failed_load(watched, 404)
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_why_this_result_opens_under_each_result_and_passes_the_audit(
+    browser: Browser, base: str, viewport: dict[str, int]
+) -> None:
+    """Each result's "Why this result" is closed until opened, shows the API's explanation, and the page
+    passes axe-core with every one open, at both widths, without growing wider than the screen."""
+    q = "memory-efficient recommendation"
+    status, body = get(f"{base}/api/search?q={q.replace(' ', '+')}&explain=true")
+    assert status == 200, body
+    with watched_page(browser, viewport=viewport) as watched:
+        page = watched.page
+        page.goto(f"{base}/?q={q.replace(' ', '+')}")
+        whys = loaded(page).locator(".hit details.why")
+        assert whys.count() == page.locator(".hit").count() == len(body["results"])
+        first, explained = whys.first, body["results"][0]["explanation"]
+        expect(first.locator("table")).to_be_hidden()
+        first.locator("summary").click()
+        expect(first.locator("table")).to_be_visible()
+        expect(first).to_contain_text(f"score {explained['score']:.4f}")
+        expect(first.locator("tfoot")).to_contain_text(f"{explained['lexical']:.4f}")
+        expect(first.locator("tbody th").first).to_have_text(explained["words"][0]["word"])
+        for i in range(1, whys.count()):
+            whys.nth(i).locator("summary").click()
+        expect(page.locator(".hit details.why[open]")).to_have_count(whys.count())
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        assert_accessible(page, "every result's Why this result open")
+
+
 def test_phone_width(browser: Browser, base: str) -> None:
     with watched_page(browser, viewport=PHONE, is_mobile=True, has_touch=True) as watched:
         page = watched.page

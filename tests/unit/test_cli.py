@@ -43,6 +43,7 @@ def test_rebuild_then_search_json_document(runner, index_dir: Path) -> None:
         "page": 1,
         "per_page": 10,
         "exact": False,
+        "explain": False,
     }
     assert (document["total"], document["page"], document["per_page"], document["pages"]) == (28, 1, 10, 3)
     assert list(document["results"][0]) == list(HIT_KEYS)

@@ -18,6 +18,7 @@ from searchsvc.backends.opensearch.hits import hit
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import Plan
 from searchsvc.backends.opensearch.texts import paper_of
+from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.model import FACETS, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node
@@ -68,6 +69,9 @@ class OpenSearchAnswer:
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
         return self._tiers.candidates(tier, low, high, with_vectors)
+
+    def lexical_parts(self, tier: int, refs: list[Dsl]) -> list[LexicalParts | None]:
+        return self._tiers.lexical_parts(tier, refs)
 
     def page(self) -> list[Dsl]:
         docs: list[Dsl] = self._response["hits"]["hits"]

@@ -23,6 +23,7 @@ from opensearchpy import OpenSearch
 from searchsvc.backends import bm25f
 from searchsvc.backends.opensearch.mapping import LENGTH, TEXT_FIELDS
 from searchsvc.backends.opensearch.querying import Dsl
+from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.query import Also, Group, Node, Respelled, Word, searched_fields
 
 POOL = 300  # a tier's first places rescored: Whoosh's best 100 are among the cluster's best 300
@@ -122,6 +123,45 @@ class WordRescorer:
         """Each document's BM25F score, from its term vectors (one request for all of them)."""
         if not docs:
             return np.empty(0)
+        frequencies, term_count = self._frequencies(self._counts(docs))
+        n = len(docs)
+        total = np.zeros(n)
+        matching = np.zeros(n, dtype=np.int64)
+        matched = np.zeros(n, dtype=bool)
+        for word, in_fields in zip(self._words, frequencies, strict=True):
+            frequency = np.zeros(n)
+            for part in in_fields.values():
+                frequency += part
+                matching += part > 0
+            hit = frequency > 0
+            if not hit.any():
+                continue
+            total[hit] += bm25f.saturated(frequency[hit], self._scale(word))
+            matched |= hit
+        if self._coordination is not None:
+            total[matched] = bm25f.coordinated(total[matched], matching[matched], term_count, self._coordination)
+        return bm25f.rounded(total)
+
+    def parts(self, docs: list[Dsl]) -> list[LexicalParts]:
+        """Each document's score taken apart by word and field (core.explanation), as `scores` scores it."""
+        if not docs:
+            return []
+        frequencies, term_count = self._frequencies(self._counts(docs))
+        scales = [self._scale(word) for word in self._words]
+        return [
+            bm25f.word_parts(
+                [
+                    (word.term, scale, {field: float(part[row]) for field, part in in_fields.items()})
+                    for word, scale, in_fields in zip(self._words, scales, frequencies, strict=True)
+                ],
+                self._coordination,
+                term_count,
+            )
+            for row in range(len(docs))
+        ]
+
+    def _counts(self, docs: list[Dsl]) -> dict[str, list[dict[str, int]]]:
+        """Each document's words and their counts, per field (one request for all of them)."""
         body = {"docs": [{"_index": doc["_index"], "_id": doc["_id"]} for doc in docs]}
         params = {
             "fields": ",".join(TEXT_FIELDS),
@@ -129,36 +169,33 @@ class WordRescorer:
             **{key: str(value).lower() for key, value in _NO_VECTOR_DETAIL.items()},
         }
         answers = self._client.mtermvectors(body=body, params=params)["docs"]
-        counts = {field: [_terms(answer, field) for answer in answers] for field in TEXT_FIELDS}
-        return self._score(counts)
+        return {field: [_terms(answer, field) for answer in answers] for field in TEXT_FIELDS}
 
-    def _score(self, counts: dict[str, list[dict[str, int]]]) -> np.ndarray:
+    def _frequencies(self, counts: dict[str, list[dict[str, int]]]) -> tuple[list[dict[str, np.ndarray]], int]:
+        """Each word's weighed, normalised frequency in each of its fields for each document (0 in a
+        field no paper has it in), and the query's (word, field) pairs in the index."""
         n = len(next(iter(counts.values())))
         lengths = {field: bm25f.stored_lengths([sum(terms.values()) for terms in counts[field]]) for field in counts}
-        total = np.zeros(n)
-        matching = np.zeros(n, dtype=np.int64)
-        matched = np.zeros(n, dtype=bool)
+        found: list[dict[str, np.ndarray]] = []
         term_count = 0
         for word in self._words:
-            frequency = np.zeros(n)
-            hit = np.zeros(n, dtype=bool)
+            in_fields = {}
             for field in word.fields:
+                in_fields[field] = np.zeros(n)
                 if not self._stats.frequency.get((field, word.term)):
                     continue
                 term_count += 1
                 tf = np.array([terms.get(word.term, 0) for terms in counts[field]], dtype=np.float64)
                 norm = bm25f.length_norm(lengths[field], self._stats.average_length[field], field)
-                frequency += bm25f.FIELD_WEIGHTS[field] * tf / norm
-                hit |= tf > 0
-                matching += tf > 0
-            if not hit.any():
-                continue
-            most = max(self._stats.frequency.get((field, word.term), 0) for field in word.fields)
-            total[hit] += bm25f.saturated(frequency[hit], bm25f.idf(self._stats.papers, most))
-            matched |= hit
-        if self._coordination is not None:
-            total[matched] = bm25f.coordinated(total[matched], matching[matched], term_count, self._coordination)
-        return bm25f.rounded(total)
+                in_fields[field] = bm25f.FIELD_WEIGHTS[field] * tf / norm
+            found.append(in_fields)
+        return found, term_count
+
+    def _scale(self, word: ScoredWord) -> float:
+        """A word's idf, from the field where it is commonest."""
+        return bm25f.idf(
+            self._stats.papers, max(self._stats.frequency.get((field, word.term), 0) for field in word.fields)
+        )
 
 
 def _terms(answer: Dsl, field: str) -> dict[str, int]:

@@ -10,7 +10,7 @@ from functools import cached_property
 
 import numpy as np
 
-from searchsvc.backends.whoosh import word_scores
+from searchsvc.backends.whoosh import word_parts, word_scores
 from searchsvc.backends.whoosh.compiling import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
@@ -19,6 +19,7 @@ from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
 from searchsvc.backends.whoosh.spelling import unstemmed_tokens
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline
+from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.model import FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node, as_typed, widened
@@ -35,6 +36,7 @@ class Found:
     gen: OpenGeneration
     tree: Node | None  # the query matched, widened by typos and other forms (core.typos, core.synonyms)
     compiled: CompiledQuery | None
+    typed_compiled: CompiledQuery | None  # the query as typed (`compiled` unless widened)
     matched: Mask  # what the query matches
     filters: Filters
     allowed: Mask  # ... and the filters let through
@@ -61,14 +63,26 @@ def match(
     (a second pass without them)."""
     deadline.check()
     compiled, scored, matched = _scored(gen, tree, settings, deadline)
-    _, typed, literal = (
+    typed_compiled, typed, literal = (
         (compiled, scored, matched) if not widened(tree) else _scored(gen, as_typed(tree), settings, deadline)
     )
     filters = gen.facets.filters(request)
     deadline.check()
     allowed = intersect(matched, list(filters.values()))
     typed_scores = None if typed is None else typed.scores
-    return Found(gen, tree, compiled, matched, filters, allowed, allowed & literal, deadline, scored, typed_scores)
+    return Found(
+        gen,
+        tree,
+        compiled,
+        typed_compiled,
+        matched,
+        filters,
+        allowed,
+        allowed & literal,
+        deadline,
+        scored,
+        typed_scores,
+    )
 
 
 def _scored(
@@ -134,6 +148,15 @@ class WhooshAnswer:
         scores = np.array([score for _, score in best], dtype=np.float64)
         vectors = self._found.gen.vectors.get() if with_vectors else None
         return Candidates(docs.tolist(), scores, rank[docs], None if vectors is None else vectors[docs])
+
+    def lexical_parts(self, tier: int, refs: list[int]) -> list[LexicalParts | None]:
+        """The words' parts of these papers' lexical scores in `tier`, scored as `candidates` scores
+        them (by the words as typed but in the last tier); None for a query not of plain words."""
+        found = self._found
+        plain = word_parts.plain_words(found.compiled if tier == LAST_TIER else found.typed_compiled)
+        if plain is None:
+            return [None] * len(refs)
+        return list(word_parts.lexical_parts(plain, refs, found.gen.postings, found.gen.searcher, found.deadline.check))
 
     def page(self) -> list[int]:
         order = self._found.gen.order

@@ -60,11 +60,17 @@ class WordsPlan:
 
 def plan(compiled: CompiledQuery, searcher: Searcher) -> WordsPlan | None:
     """The query as words and phrases to score with numpy, or None if it needs Whoosh's matchers."""
-    if not isinstance(compiled.scored, Weighted):
-        return None
     # By the size of the collection, not of its segments: an update's small segment must not
     # change how a query is scored (a rebuild's segments are all above the bound, or it has one).
-    small_segments = searcher.doc_count() <= _OR_TREE_ABOVE
+    return plan_of(compiled, small_segments=searcher.doc_count() <= _OR_TREE_ABOVE)
+
+
+def plan_of(compiled: CompiledQuery, small_segments: bool) -> WordsPlan | None:
+    """The query as words and phrases, or None if it is anything else. With `small_segments`,
+    also None where Whoosh's matchers count the coordination bonus differently (`_OR_TREE_ABOVE`);
+    without, the words and phrases the score adds up, whichever path scored them."""
+    if not isinstance(compiled.scored, Weighted):
+        return None
     top = compiled.scored.child
     coordination = None
     if isinstance(top, CoordinatedOr) and len(top.subqueries) > 1:
@@ -148,8 +154,8 @@ def score(words_plan: WordsPlan, postings: Postings, searcher: Searcher, check: 
         total[hit] += bm25f.saturated(frequency, clause.boost * idf(searcher, tuple(clause.fields), text))
         matched[hit] = True
     if words_plan.coordination is not None:
-        term_count = _term_count(words_plan.clauses, postings, searcher)
-        total[matched] = bm25f.coordinated(total[matched], matching[matched], term_count, words_plan.coordination)
+        pairs = term_count(words_plan.clauses, postings, searcher)
+        total[matched] = bm25f.coordinated(total[matched], matching[matched], pairs, words_plan.coordination)
     scores = bm25f.rounded(total)
     all_words = None if words_plan.required is None else matched & _docs(words_plan.required, phrases)
     return Scored(matched, scores, all_words)
@@ -195,7 +201,7 @@ def _phrase_scores(
     return phrase.boost * part
 
 
-def _term_count(clauses: tuple[Clause, ...], postings: Postings, searcher: Searcher) -> int:
+def term_count(clauses: tuple[Clause, ...], postings: Postings, searcher: Searcher) -> int:
     """The query's (field, word) pairs in the index, as CoordinatedOr._term_count counts Whoosh's
     term matchers: per pair, the most any segment has. A phrase has its words' matchers only in
     segments holding all of them."""

@@ -48,17 +48,22 @@ def test_meaning_reorders_the_window_and_leaves_the_tail_in_lexical_order(monkey
     found = ListSource([tier]).candidates(0, 0, 5, with_vectors=True)
     query = np.array(near, dtype=np.float32)
     ranked = order_slice(TierSlice(0, 0, 5, 0, 5), found, query)
-    assert [ref for ref, _ in ranked] == ["b", "c", "a", "d", "e"]  # d stays below the window of 3
-    assert ranked[0][1] == pytest.approx(0.9 + fusion.WEIGHT)  # lexical / best + WEIGHT × cosine
+    assert [placed.ref for placed in ranked] == ["b", "c", "a", "d", "e"]  # d stays below the window of 3
+    assert ranked[0].score == pytest.approx(0.9 + fusion.WEIGHT)  # lexical / best + WEIGHT × cosine
+    # what placed them: the lexical score, the divisor, the similarity and its rank among the window
+    assert (ranked[0].lexical, ranked[0].best_lexical, ranked[0].similarity) == (9.0, 10.0, 1.0)
+    assert [placed.similarity_rank for placed in ranked] == [1, 2, 3, None, None]  # b, c tie: lexical place
     # without the query vector the order is the lexical one, with lexical scores
-    assert order_slice(TierSlice(0, 1, 3, 0, 5), found, None) == [("b", 9.0), ("c", 8.0)]
+    lexical = order_slice(TierSlice(0, 1, 3, 0, 5), found, None)
+    assert [(placed.ref, placed.score, placed.lexical) for placed in lexical] == [("b", 9.0, 9.0), ("c", 8.0, 8.0)]
+    assert lexical[0].similarity is None and lexical[0].best_lexical is None
 
 
 def test_equal_fused_scores_go_to_the_earlier_paper_in_catalogue_order() -> None:
     same = [1.0, 0.0]
     found = Candidates(["x", "y"], np.array([5.0, 5.0]), np.array([7, 3]), np.array([same, same], dtype=np.float16))
     ranked = order_slice(TierSlice(0, 0, 2, 0, 2), found, np.array(same, dtype=np.float32))
-    assert [ref for ref, _ in ranked] == ["y", "x"]
+    assert [placed.ref for placed in ranked] == ["y", "x"]
 
 
 def test_the_query_is_embedded_only_when_a_tier_has_every_vector() -> None:
@@ -69,13 +74,13 @@ def test_the_query_is_embedded_only_when_a_tier_has_every_vector() -> None:
         return np.array([1.0, 0.0], dtype=np.float32)
 
     pending = ListSource([[("a", 2.0, None), ("b", 1.0, [1.0, 0.0])]])
-    assert [r for r, _ in rank_page([2], 0, 2, pending, query, Deadline(60_000))] == ["a", "b"]
+    assert [placed.ref for placed in rank_page([2], 0, 2, pending, query, Deadline(60_000))] == ["a", "b"]
     assert embedded == [] and pending.asked == [(0, 0, 2, True)]
     ready = ListSource([[("a", 2.0, [0.0, 1.0]), ("b", 1.0, [1.0, 0.0])]])
-    assert [r for r, _ in rank_page([2], 0, 2, ready, query, Deadline(60_000))] == ["b", "a"]
+    assert [placed.ref for placed in rank_page([2], 0, 2, ready, query, Deadline(60_000))] == ["b", "a"]
     assert embedded == [1]
     lexical = ListSource([[("a", 2.0, None)], [("b", 1.0, None), ("c", 0.5, None)]])
-    assert [r for r, _ in rank_page([1, 2], 0, 3, lexical, None, Deadline(60_000))] == ["a", "b", "c"]
+    assert [placed.ref for placed in rank_page([1, 2], 0, 3, lexical, None, Deadline(60_000))] == ["a", "b", "c"]
     assert lexical.asked == [(0, 0, 1, False), (1, 0, 2, False)]
 
 

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.backends.opensearch.word_rescoring import ScoredWord, plain_words, statistics, statistics_aggs
+from searchsvc.backends.opensearch.word_rescoring import (
+    ScoredWord,
+    WordRescorer,
+    WordStatistics,
+    plain_words,
+    statistics,
+    statistics_aggs,
+)
 from searchsvc.core.query import parse
 
 
@@ -58,3 +65,39 @@ def test_statistics_are_read_from_the_global_aggregation() -> None:
 def test_an_index_without_length_subfields_is_not_rescored() -> None:
     answer = {"bm25f": {"doc_count": 4, "papers": {"buckets": {}}, "title": {"value": 0.0}, "abstract": {"value": 0.0}}}
     assert statistics(answer) is None
+
+
+class _TermVectors:
+    """A client answering `mtermvectors` with fixed word counts per document and field."""
+
+    def __init__(self, counts: list[dict[str, dict[str, int]]]) -> None:
+        self.counts = counts
+
+    def mtermvectors(self, body: dict, params: dict) -> dict:
+        vectors = [
+            {field: {"terms": {term: {"term_freq": n} for term, n in terms.items()}} for field, terms in counts.items()}
+            for counts in self.counts
+        ]
+        return {"docs": [{"term_vectors": found} for found in vectors]}
+
+
+def test_the_parts_of_each_score_add_up_to_it() -> None:
+    """`parts` takes apart what `scores` computes, for a group of words (with the coordination bonus)."""
+    words = [ScoredWord("embed", ("title", "abstract")), ScoredWord("tabl", ("title", "abstract"))]
+    stats = WordStatistics(
+        10, {("title", "embed"): 2, ("abstract", "embed"): 5, ("abstract", "tabl"): 3}, {"title": 8.0, "abstract": 90.0}
+    )
+    client = _TermVectors(
+        [
+            {"title": {"embed": 1, "x": 6}, "abstract": {"embed": 3, "tabl": 2, "y": 80}},
+            {"title": {"z": 9}, "abstract": {"tabl": 1, "y": 120}},
+        ]
+    )
+    rescorer = WordRescorer(words, True, stats, client)  # type: ignore[arg-type]  # the one method it calls
+    docs = [{"_index": "i", "_id": "a"}, {"_index": "i", "_id": "b"}]
+    scores, parts = rescorer.scores(docs), rescorer.parts(docs)
+    for score, found in zip(scores, parts, strict=True):
+        assert sum(part.total for part in found.words) + found.coordination == pytest.approx(score, abs=1e-9)
+    assert parts[0].coordination > parts[1].coordination == 0.0  # b matches one (word, field) pair: no bonus
+    assert parts[1].words[0].fields == {"title": 0.0, "abstract": 0.0}  # b has no "embed"
+    assert parts[0].words[1].fields["title"] == 0.0 < parts[0].words[1].fields["abstract"]

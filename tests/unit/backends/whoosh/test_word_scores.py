@@ -6,6 +6,7 @@ import json
 import random
 import re
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -338,3 +339,21 @@ def test_posting_blocks_decode_as_whooshs_matcher_reads_them(acl_backend) -> Non
                 assert found == expected, (field, text)
                 checked[field] += len(found)
     assert len(checked) == len(fields) and min(checked.values()) > 300, checked  # lists of many blocks, every field
+
+
+def test_explanations_take_apart_every_score_at_size(acl_backend, updated_backend) -> None:
+    """ "Why this result" (core.explanation) on 3,000 papers and on two segments with deleted papers:
+    for a query of plain words the words' parts and the bonus are the whole score (other ≈ 0)."""
+    explained_by_words = 0
+    for backend, records in (acl_backend, updated_backend):
+        for request in _queries(records, 40):
+            for hit in search(backend, replace(request, explain=True)).hits:
+                found = hit.explanation
+                assert found is not None and found.meaning is None  # ranked by words alone
+                words = sum(part.total for part in found.words)
+                assert found.lexical == pytest.approx(words + found.coordination + found.other, abs=1e-9)
+                assert hit.score == round(found.lexical, 4)
+                if found.words:
+                    explained_by_words += 1
+                    assert abs(found.other) < 1e-6, (request.q, found)
+    assert explained_by_words > 300
