@@ -15,7 +15,8 @@ from searchsvc.backends.whoosh.compiling import CompiledQuery, QueryCompiler, ma
 from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored
 from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generation_cache import OpenGeneration
-from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
+from searchsvc.backends.whoosh.highlights import MatchedWords
+from searchsvc.backends.whoosh.hits import hits_of
 from searchsvc.backends.whoosh.spelling import unstemmed_tokens
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline

@@ -24,7 +24,8 @@ from searchsvc.backends.whoosh.deadline_collectors import top_scored
 from searchsvc.backends.whoosh.generation_cache import GenerationCache, OpenGeneration
 from searchsvc.backends.whoosh.generation_vectors import embed_generation, write_content_keys
 from searchsvc.backends.whoosh.generations import FILES, GenerationStore
-from searchsvc.backends.whoosh.hits import MatchedWords, hits_of
+from searchsvc.backends.whoosh.highlights import MatchedWords
+from searchsvc.backends.whoosh.hits import hits_of
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.journal import FileJournal
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION

@@ -25,7 +25,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends.analysis import SEARCH_FIELDS
 from searchsvc.backends.bm25f import COORDINATION, FIELD_WEIGHTS
 from searchsvc.backends.whoosh.deadline_matching import CheckedPhrase, CheckedTerm, Steps
-from searchsvc.backends.whoosh.hits import MatchedWords
+from searchsvc.backends.whoosh.highlights import MatchedWords
 from searchsvc.backends.whoosh.lucene_scoring import CoordinatedOr, Weighted, WordInFields
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.core.deadline import Deadline

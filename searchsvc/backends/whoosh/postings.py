@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -51,7 +51,18 @@ CACHED_FREQUENCIES = 20_000
 
 _NO_IDS = np.empty(0, dtype=np.int64)
 
-Placement = tuple[tuple[str, int, int], ...]  # (segment id, first document, documents) of each segment
+Placement = tuple[tuple[str, int, int], ...]
+
+
+class Held(NamedTuple):
+    """A word's postings in some papers: documents (global, ascending), weights, values (bytes or None)."""
+
+    docs: Ints
+    weights: npt.NDArray[np.floating]
+    values: list[Any]
+
+
+# (segment id, first document, documents) of each segment
 
 
 class Postings:
@@ -207,17 +218,18 @@ class Postings:
         if found is None:
             blocks = self._reader.doc_frequency(field, text) / _POSTINGS_PER_BLOCK
             if len(docs) * _WHOLE_LIST_ABOVE < blocks:
-                return np.array([weight for _, weight, _ in self.at(field, text, docs, check)], dtype=np.float64)
+                return self.at(field, text, docs, check).weights
             found = self.get(field, text)
         ids, weights = found
         return weights[np.searchsorted(ids, docs)]
 
-    def at(
-        self, field: str, text: bytes, docs: Ints, check: Callable[[], None]
-    ) -> Iterator[tuple[int, float, bytes | None]]:
-        """(document, weight, value) of `text`'s posting in each of `docs` (ascending) that holds it,
-        read from the posting blocks holding them only (`CACHED_BLOCKS`, `CACHED_HEADERS`); the clock
-        read between blocks."""
+    def at(self, field: str, text: bytes, docs: Ints, check: Callable[[], None]) -> Held:
+        """`text`'s postings in those of `docs` (ascending) that hold it: their documents, weights and
+        values, read from the posting blocks holding them only (`CACHED_BLOCKS`, `CACHED_HEADERS`);
+        the clock read between blocks."""
+        found_docs: list[Ints] = []
+        found_weights: list[npt.NDArray[np.floating]] = []
+        found_values: list[Any] = []
         for (reader, offset), (segment, _, _) in zip(self.leaves, self._placement, strict=True):
             local = docs[(docs >= offset) & (docs < offset + reader.doc_count_all())] - offset
             if not len(local):
@@ -226,7 +238,9 @@ class Postings:
             headers = self._headers_of(matcher, segment)
             if headers is None:  # not whoosh3 posting blocks, or no segment id: a posting at a time
                 if (field, text) in reader:
-                    yield from _one_at_a_time(reader.postings(field, text), local, offset, check)
+                    _one_at_a_time(
+                        reader.postings(field, text), local, offset, check, found_docs, found_weights, found_values
+                    )
                 continue
             holding = np.searchsorted(
                 headers[:, 1], local
@@ -234,12 +248,16 @@ class Postings:
             for index in np.unique(holding[holding < len(headers)]).tolist():
                 check()
                 row = headers[index].tolist()
-                found = self._decoded(matcher, Block(*row), (segment, field, text, row[0]))
+                block = self._decoded(matcher, Block(*row), (segment, field, text, row[0]))
                 wanted = local[holding == index]
-                places = np.searchsorted(found.ids, wanted)
-                for doc, at in zip(wanted.tolist(), places.tolist(), strict=True):
-                    if at < len(found.ids) and found.ids[at] == doc:
-                        yield doc + offset, float(found.weights[at]), found.values[at]
+                places = np.minimum(np.searchsorted(block.ids, wanted), len(block.ids) - 1)
+                places = places[block.ids[places] == wanted]
+                found_docs.append(block.ids[places] + offset)
+                found_weights.append(block.weights[places])
+                found_values.extend(map(block.values.__getitem__, places.tolist()))
+        if not found_docs:
+            return Held(_NO_IDS, np.empty(0), [])
+        return Held(np.concatenate(found_docs), np.concatenate(found_weights), found_values)
 
     def _headers_of(self, matcher: _Matcher, segment: str) -> npt.NDArray[np.int64] | None:
         """The blocks of the matcher's posting list (rows of Block's fields), kept; None where it has
@@ -347,16 +365,24 @@ class _Matcher:
 
 
 def _one_at_a_time(
-    m: Any, local: Ints, offset: int, check: Callable[[], None]
-) -> Iterator[tuple[int, float, bytes | None]]:
-    """`Postings.at` through any Whoosh matcher, a posting at a time."""
+    m: Any,
+    local: Ints,
+    offset: int,
+    check: Callable[[], None],
+    docs: list[Ints],
+    weights: list[npt.NDArray[np.floating]],
+    values: list[Any],
+) -> None:
+    """`Postings.at` through any Whoosh matcher, a posting at a time: appends to the three lists."""
     for doc in local.tolist():
         check()
         m.skip_to(doc)
         if not m.is_active():
             return
         if m.id() == doc:
-            yield doc + offset, m.weight(), m.value()
+            docs.append(np.array([doc + offset], dtype=np.int64))
+            weights.append(np.array([m.weight()], dtype=np.float64))
+            values.append(m.value())
 
 
 def _joined(ids: list[Ints], weights: list[npt.NDArray[np.floating]]) -> tuple[PostingIds, PostingWeights]:
