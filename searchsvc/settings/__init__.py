@@ -163,6 +163,20 @@ class Settings:
         "each new paper once (docs/performance.md: papers a second by encoder)",
         Boolean(),
     )
+    meaning_candidates: int = _setting(
+        0,
+        "papers nearest in meaning to the query (an exact scan of every vector: docs/performance.md) that join its "
+        "tiers' reordered candidates wherever the words placed them, so a paper that answers the query in other "
+        "words can reach the first page (docs/relevance.md); 100 doubles a tier's pool at most, as many as the "
+        "lexical candidates reordered; 0: none, which OpenSearch does not find yet (docs/decisions.md)",
+        Integer(0, 1000),
+    )
+    meaning_without_words: bool = _setting(
+        True,
+        "with meaning_candidates, a paper holding none of a query's words may join the last tier's reordered "
+        "candidates (a query of plain words only, which found something; counted in the total, not in facets)",
+        Boolean(),
+    )
     encoder: str = _setting(
         "onnx-int8",
         "what computes the vectors: onnx-int8 (all-MiniLM-L6-v2 on ONNX Runtime, int8 weight products scaled per "
