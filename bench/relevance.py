@@ -55,6 +55,7 @@ from ir_measures import AP, RR, R, nDCG
 from opensearchpy import OpenSearch
 
 from searchsvc.backends import Backend, open_backend
+from searchsvc.core import fusion
 from searchsvc.core.errors import InvalidRequest, QuerySyntaxError
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.operations.search import search
@@ -66,6 +67,7 @@ VECTOR_STORE = Path(__file__).resolve().parent / ".vectors"  # as bench/measure.
 DEPTH = 100  # results scored per query: the API's largest page
 MEASURES = {"nDCG@10": nDCG @ 10, "MAP": AP, "R@100": R @ DEPTH, "MRR": RR}
 REFERENCE_K1, REFERENCE_B = 0.9, 0.4
+CODE_WEIGHT, CODE_WEIGHTS = fusion.WEIGHT, dict(fusion.WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,14 @@ class Variant:
     encoder: str | None = None
     meaning_candidates: int | None = None  # None: the setting's default
     meaning_without_words: bool | None = None
+    weight: float | None = None  # core.fusion.WEIGHT for this row only (None: the code's)
 
     def name(self, alone: bool) -> str:
         if alone:
             return "searchsvc"
         parts = [self.encoder or "default"]
+        if self.weight is not None:
+            parts.append(f"w={self.weight:g}")
         if self.meaning_candidates is not None:
             parts.append(f"mc={self.meaning_candidates}")
         if self.meaning_without_words is not None:
@@ -307,6 +312,8 @@ def evaluate_collection(
                 system = "searchsvc-opensearch" if variant is None else variant.name(len(rows) == 1)
                 if variant is not None:
                     backend.settings = replace(built, **variant.query_settings())
+                    chosen_weight = (CODE_WEIGHT, CODE_WEIGHTS) if variant.weight is None else (variant.weight, {})
+                    fusion.WEIGHT, fusion.WEIGHTS = chosen_weight  # every encoder's, for a sweep
                 started = time.perf_counter()
                 runs[system], rejected = search_with_searchsvc(backend, queries)
                 took = result.seconds[f"{system}_search"] = time.perf_counter() - started
@@ -388,6 +395,12 @@ def main(argv: list[str] | None = None) -> None:
         help="rows with these values of the meaning_candidates setting, on each encoder's one index",
     )
     parser.add_argument(
+        "--weight",
+        type=float,
+        nargs="+",
+        help="rows with the fusion weight of every encoder set to each of these (a sweep; default: the code's)",
+    )
+    parser.add_argument(
         "--meaning-without-words",
         choices=("on", "off", "both"),
         help="rows with the meaning_without_words setting on, off or both (with --meaning-candidates)",
@@ -409,8 +422,9 @@ def main(argv: list[str] | None = None) -> None:
     encoders = args.encoder or [None]
     alone = {"on": [True], "off": [False], "both": [True, False], None: [None]}[args.meaning_without_words]
     variants = [
-        Variant(chosen, count, without)
+        Variant(chosen, count, without, weight)
         for chosen in encoders
+        for weight in args.weight or [None]
         for count in args.meaning_candidates or [None]
         for without in (alone if count else [None])
     ]

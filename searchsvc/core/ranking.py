@@ -110,6 +110,7 @@ class Placed(Generic[Ref]):
     best_lexical: float | None = None
     similarity: float | None = None
     similarity_rank: int | None = None
+    weight: float | None = None  # what the similarity was multiplied by
 
 
 class CandidateSource(Protocol[Ref]):
@@ -175,14 +176,20 @@ def page_slices(tier_sizes: Sequence[int], start: int, end: int, window: int) ->
 
 
 def order_slice(
-    part: TierSlice, found: Candidates[Ref], query: np.ndarray | None, joined: Nearest[Ref] | None = None
+    part: TierSlice,
+    found: Candidates[Ref],
+    query: np.ndarray | None,
+    joined: Nearest[Ref] | None = None,
+    weight: float | None = None,
 ) -> list[Placed[Ref]]:
     """The page's places [low, high) of one tier, with their scores (fused when `query` is given
     and every candidate has a vector; lexical otherwise). `joined`: papers found by meaning that
     join the tier's fused pool (`join_by_meaning`); `found` then holds the tier's places from its
-    first, enough of them to fill [low, high) once those are taken out of the lexical order."""
+    first, enough of them to fill [low, high) once those are taken out of the lexical order.
+    `weight`: the similarity's in the fused score (`fusion.weight` of the encoder; None: `fusion.WEIGHT`)."""
+    weight = fusion.WEIGHT if weight is None else weight
     if joined is not None:
-        return _order_joined(part, found, query, joined)
+        return _order_joined(part, found, query, joined, weight)
     first = part.low - part.fetch_low
     if query is None or found.vectors is None:
         count = part.high - part.low
@@ -193,7 +200,7 @@ def order_slice(
     head = min(fusion.CANDIDATES, len(found.refs))
     best = float(found.scores[0])
     similarity = fusion.similarities(found.vectors, query)
-    fused = fusion.fused(found.scores, best, similarity)
+    fused = fusion.fused(found.scores, best, similarity, weight)
     order = np.concatenate([np.lexsort((found.ties[:head], -fused[:head])), np.arange(head, len(found.refs))])
     nearest = np.empty(head, dtype=np.int64)  # each reordered candidate's rank by similarity, ties by lexical place
     nearest[np.argsort(-similarity[:head], kind="stable")] = np.arange(1, head + 1)
@@ -206,13 +213,14 @@ def order_slice(
             best if best > 0 else None,
             float(similarity[i]),
             int(nearest[i]) if i < head else None,
+            weight,
         )
         for i in order[first : first + part.high - part.low]
     ]
 
 
 def _order_joined(
-    part: TierSlice, found: Candidates[Ref], query: np.ndarray | None, joined: Nearest[Ref]
+    part: TierSlice, found: Candidates[Ref], query: np.ndarray | None, joined: Nearest[Ref], weight: float
 ) -> list[Placed[Ref]]:
     """`order_slice` with papers found by meaning: the tier's first `fusion.CANDIDATES` lexical
     candidates and the joined papers not among them are reordered together by the fused score
@@ -234,7 +242,7 @@ def _order_joined(
         return (pool[:head] + rest + pool[head:])[part.low : part.high]
     vectors = np.concatenate([found.vectors[:head], extra.vectors])
     similarity = fusion.similarities(vectors, query)
-    fused = fusion.fused(lexical, best, similarity)
+    fused = fusion.fused(lexical, best, similarity, weight)
     order = np.lexsort((ties, -fused))
     if part.tier == 0 and len(order) and order[0] >= head and head:
         first = next(i for i in order if i < head)  # the best of the tier's own candidates keeps place 1
@@ -250,6 +258,7 @@ def _order_joined(
             best if best > 0 else None,
             float(similarity[i]),
             int(nearest[i]),
+            weight,
         )
         for i in order
     ]
@@ -264,6 +273,7 @@ def rank_page(
     query: Callable[[int], np.ndarray] | None,
     deadline: Deadline,
     joining: Joining[Ref] | None = None,
+    weight: float | None = None,
 ) -> list[Placed[Ref]]:
     """The places [start, end) of the whole ordered result, each with its score and what made it.
 
@@ -271,7 +281,7 @@ def rank_page(
     candidates all have vectors: the first tiers' by the words as typed, the last's by all the
     words searched), or is None when the search is ranked by words alone. `joining`: papers found
     by meaning (`join_by_meaning`; `tier_sizes` then its sizes), fetched past the page's end by as
-    many places as join the tier, since those leave its lexical order.
+    many places as join the tier, since those leave its lexical order. `weight`: as `order_slice`'s.
     """
     window = fusion.CANDIDATES if query is not None else 0
     lexical_sizes = list(tier_sizes)
@@ -289,7 +299,7 @@ def rank_page(
         if query is not None and found.vectors is not None:
             vector = query(part.tier)
             deadline.check()
-        ranked.extend(order_slice(part, found, vector, joined))
+        ranked.extend(order_slice(part, found, vector, joined, weight))
     return ranked
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from searchsvc.backends import Answer, Backend
-from searchsvc.core import spelling, typos
+from searchsvc.core import fusion, spelling, typos
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
 from searchsvc.core.explanation import SCORE_PLACES, LexicalParts, explained
@@ -220,12 +220,13 @@ def _placed(
     total, literal, all_words = answer.total(), answer.literal(), answer.all_words()
     sizes = [all_words, literal - all_words, total - literal]  # core.ranking's tiers; empty ones take no place
     query = _query_vector(answer, settings)
+    weight = None if query is None else fusion.weight(query_encoder(settings).name)
     if query is None or not settings.meaning_candidates:
-        return rank_page(sizes, request.start, request.end, answer, query, deadline), 0
+        return rank_page(sizes, request.start, request.end, answer, query, deadline, weight=weight), 0
     alone = settings.meaning_without_words and only_describes(tree)
     joining = join_by_meaning(sizes, answer, query, settings.meaning_candidates, alone)
     deadline.check()
-    placed = rank_page(joining.sizes, request.start, request.end, answer, query, deadline, joining)
+    placed = rank_page(joining.sizes, request.start, request.end, answer, query, deadline, joining, weight)
     return placed, joining.added
 
 

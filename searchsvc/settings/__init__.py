@@ -361,6 +361,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
     settings = Settings(**{name: _read(name, value) for name, value in given.items()})
     _check_order(settings, given)
     _check_writers(settings)
+    _check_meaning_candidates(settings, given)
     return settings
 
 
@@ -415,6 +416,17 @@ def _check_order(settings: Settings, given: Mapping[str, _Given]) -> None:
                 f"{named[0]} is more than {named[1]}: {smaller} must not exceed {larger}",
                 {"setting": smaller},
             )
+
+
+def _check_meaning_candidates(settings: Settings, given: Mapping[str, _Given]) -> None:
+    """OpenSearch finds no papers by meaning yet (docs/decisions.md): asking it to is refused, not ignored."""
+    if settings.meaning_candidates and settings.backend == "opensearch":
+        name = given["meaning_candidates"].variable if "meaning_candidates" in given else "meaning_candidates"
+        raise ConfigurationError(
+            f"{name}={settings.meaning_candidates} needs the whoosh backend: the opensearch backend finds no papers "
+            "by meaning yet; set it to 0",
+            {"setting": "meaning_candidates"},
+        )
 
 
 def _check_writers(settings: Settings) -> None:

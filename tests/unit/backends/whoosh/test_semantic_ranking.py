@@ -327,3 +327,16 @@ def test_a_paper_in_other_words_is_found_by_meaning_within_the_filters(make_inde
     update.remove(backend, ["infarct"])
     result = search(backend, SearchRequest(q=QUERY))
     assert "infarct" not in [hit.id for hit in result.hits] and result.total == 3  # deleted: never shown
+
+
+@pytest.mark.parametrize("encoder", ["onnx-int8", "bge-small-int8"])
+def test_with_meaning_candidates_the_natural_seed_queries_find_their_paper_first(
+    make_index: MakeIndex, encoder: str
+) -> None:
+    """Papers found by meaning join the reordered candidates; the seeds' expected first results stay first."""
+    backend = make_index(sources=[SEEDS], encoder=encoder, meaning_candidates=100)
+    assert backend.status()["encoder"] == encoder, f"{encoder} cannot run here: the test would prove nothing"
+    client = app_for(backend.settings.index_dir, encoder=encoder, meaning_candidates=100).test_client()
+    for query, expected_first in NATURAL_SEED_QUERIES:
+        first = client.get("/api/search", query_string={"q": query}).get_json()["results"][0]["title"]
+        assert first.startswith(expected_first), query
