@@ -322,6 +322,9 @@ def test_a_paper_in_other_words_is_found_by_meaning_within_the_filters(make_inde
     result = search(backend, SearchRequest(q=QUERY))
     assert "infarct" in [hit.id for hit in result.hits] and result.total == 4  # counted in the total
     assert sum(value.count for value in result.facets["year"]) == 3  # facets count what the words find
+    explained = {hit.id: hit.explanation for hit in search(backend, SearchRequest(q=QUERY, explain=True)).hits}
+    found = explained["infarct"]
+    assert found is not None and found.lexical == 0 and found.similarity is not None and found.similarity > 0
     assert _ids(backend, QUERY, year_from=2020) == filtered  # never outside the request's filters
     assert "infarct" not in _ids(backend, f"{QUERY} -chess")  # a query that narrows: its words only
     update.remove(backend, ["infarct"])
