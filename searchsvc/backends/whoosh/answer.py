@@ -152,11 +152,11 @@ class WhooshAnswer:
         return Candidates(refs, scores, rank[docs], None if vectors is None else vectors[docs], refs)
 
     def nearest(self, query: np.ndarray, count: int) -> Nearest[int] | None:
-        """The generation's vectors scanned whole (waiting, after a fresh open, for at most half the
-        time left for them to be read), the papers the filters leave out or deleted set aside."""
+        """The generation's vectors scanned whole (None while a fresh open is still reading them:
+        `WhooshBackend.answer` waited for them before the turn), the papers the filters leave out
+        or deleted set aside."""
         found = self._found
-        vectors = found.gen.vectors.whole(wait_s=found.deadline.remaining_ms() / 2000)
-        found.deadline.check()
+        vectors = found.gen.vectors.whole(wait_s=0)
         if vectors is None:
             return None
         assert found.scored is not None and found.typed_scores is not None  # set for every query
