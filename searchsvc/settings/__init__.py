@@ -65,6 +65,13 @@ class Settings:
         "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort",
         Integer(1, 1_000_000),
     )
+    rescore_limit: int = _setting(
+        3_000,
+        "OpenSearch: the deepest place a page of plain words is ranked to as on Whoosh, its cluster's first 3 × the "
+        "page's last place scored again by BM25F (a deeper page keeps the cluster's choice of papers, scored alike); "
+        "term vectors of 3,000 papers are one request",
+        Integer(300, 30_000),
+    )
     facet_limit: int = _setting(
         10,
         "values listed per facet, so a long tail of authors does not bloat every response",
