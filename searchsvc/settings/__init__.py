@@ -66,10 +66,11 @@ class Settings:
         Integer(1, 1_000_000),
     )
     rescore_limit: int = _setting(
-        3_000,
-        "OpenSearch: the deepest place a page of plain words is ranked to as on Whoosh, its cluster's first 3 × the "
-        "page's last place scored again by BM25F (a deeper page keeps the cluster's choice of papers, scored alike); "
-        "term vectors of 3,000 papers are one request",
+        1_500,
+        "OpenSearch: a page of plain words ending at place p is ranked as on Whoosh from the cluster's first 3 × p "
+        "scored again by BM25F, up to this many (pages to place 500); a deeper page keeps the cluster's choice of "
+        "papers, scored alike. Places 491-500 took 0.5 s at the ACL size, 991-1000 with 3,000 about 1 s "
+        "(docs/scaling.md)",
         Integer(300, 30_000),
     )
     facet_limit: int = _setting(
