@@ -65,6 +65,14 @@ class Settings:
         "page * per_page beyond this is scraping, not browsing; deep pages cost a full sort",
         Integer(1, 1_000_000),
     )
+    rescore_limit: int = _setting(
+        1_500,
+        "OpenSearch: a page of plain words ending at place p is ranked as on Whoosh from the cluster's first 3 × p "
+        "scored again by BM25F, up to this many (pages to place 500); a deeper page keeps the cluster's choice of "
+        "papers, scored alike. Places 491-500 took 0.5 s at the ACL size, 991-1000 with 3,000 about 1 s "
+        "(docs/scaling.md)",
+        Integer(300, 30_000),
+    )
     facet_limit: int = _setting(
         10,
         "values listed per facet, so a long tail of authors does not bloat every response",

@@ -292,7 +292,9 @@ class OpenSearchBackend:
         aggregations = response.get("aggregations", {})
         rescorers = [None if found is None else word_rescorer(found, aggregations, self.client) for found in words]
         # The first tiers are ordered by the words as typed (the last of `words`), the last by all it searched.
-        tiers = TierCandidates(self.searches, plan, shown, self._timeout(), rescorers[-1], rescorers[0])
+        tiers = TierCandidates(
+            self.searches, plan, shown, self._timeout(), rescorers[-1], rescorers[0], self.settings.rescore_limit
+        )
         yield OpenSearchAnswer(self.searches, self.settings, request, plan, response, tiers, checks)
 
     def _first_answer(

@@ -2,8 +2,11 @@
 
 Each ask is one search of one tier: the page's places, or with ranking by meaning the tier's
 first `fusion.CANDIDATES`, with their vectors. For plain words the lexical order is BM25F's,
-as on Whoosh: the tier's first `word_rescoring.POOL` places are fetched and scored again.
-What comes first is decided by core.ranking.
+as on Whoosh: a page ending at place p is decided by the cluster's first `pool_size(p)` places,
+scored again (`word_rescoring.POOL` for the first pages). A deeper pool is first asked for its
+documents' ids only, and then the page's documents in full, so a page 31 costs no more
+highlights than page 1. Past `rescore_limit` places a page keeps the cluster's choice of
+documents, scored and ordered by BM25F among themselves. What comes first is decided by core.ranking.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import numpy as np
 
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.backends.opensearch.search_bodies import Plan, page
+from searchsvc.backends.opensearch.search_bodies import SOURCE, Plan, page
 from searchsvc.backends.opensearch.vectors import vectors_of
-from searchsvc.backends.opensearch.word_rescoring import POOL, WordRescorer
+from searchsvc.backends.opensearch.word_rescoring import MARGIN, POOL, WordRescorer
 from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.paper import catalogue_key
 from searchsvc.core.ranking import LAST_TIER, Candidates
@@ -32,6 +35,7 @@ class TierCandidates:
         timeout: Dsl,
         typed: WordRescorer | None,
         widened: WordRescorer | None,
+        rescore_limit: int,
     ) -> None:
         self._searches = searches
         self._plan = plan
@@ -39,25 +43,77 @@ class TierCandidates:
         self._timeout = timeout
         self._rescorers = (typed, widened)  # the first tiers by the words as typed; the last by all searched
         self._rescored: dict[int, set[tuple[str, str]]] = {}  # per tier, the documents BM25F scored
+        self._limit = rescore_limit
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
         rescorer = self._rescorers[tier == LAST_TIER]
-        rescored = rescorer is not None and low < POOL
-        fetch_low, fetch_high = (0, max(high, POOL)) if rescored else (low, high)
+        if rescorer is None or high > self._limit:
+            return self._as_rescored(tier, low, high, with_vectors, rescorer)
+        pool = pool_size(high, self._limit)
+        if pool > POOL:
+            return self._deep(tier, low, high, with_vectors, rescorer, pool)
+        fetch_high = max(high, POOL)
+        docs = self._search(tier, 0, fetch_high, with_vectors, self._highlight)
+        scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
+        docs, scores = self._rescored_head(tier, docs, scores, rescorer)
+        docs, scores = docs[low:high], scores[low:high]
+        vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
+        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+
+    def _deep(
+        self, tier: int, low: int, high: int, with_vectors: bool, rescorer: WordRescorer, pool: int
+    ) -> Candidates[Dsl]:
+        """Places [low, high) of a pool deeper than POOL: its documents' ids (and what orders ties)
+        first, rescored, then the places' documents in full."""
+        light = self._search(tier, 0, pool, False, False, source=_TIE_FIELDS)
+        scores = np.array([doc["_score"] for doc in light], dtype=np.float64)
+        ordered, scores = self._rescored_head(tier, light, scores, rescorer, head=pool)
+        wanted, scores = ordered[low:high], scores[low:high]
+        docs = self._in_full(tier, wanted, with_vectors)
+        vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
+        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+
+    def _as_rescored(
+        self, tier: int, low: int, high: int, with_vectors: bool, rescorer: WordRescorer | None
+    ) -> Candidates[Dsl]:
+        """Places [low, high) as the cluster chose them: past `rescore_limit`, the page's own
+        documents scored by BM25F and ordered among themselves (a query of plain words), so their
+        scores are on the first pages' scale; otherwise in the cluster's order and scores."""
+        docs = self._search(tier, low, high, with_vectors, self._highlight)
+        scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
+        if rescorer is not None:
+            docs, scores = self._rescored_head(tier, docs, scores, rescorer, head=len(docs))
+        vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
+        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+
+    def _search(
+        self, tier: int, start: int, end: int, with_vectors: bool, highlight: bool, source: list[str] | None = None
+    ) -> list[Dsl]:
         body = {
             "query": self._plan.tier_query(tier),
             "post_filter": self._plan.post_filter,
             "track_total_hits": False,
             **self._timeout,
-            **page("relevance", fetch_low, fetch_high - fetch_low, self._highlight, with_vectors),
+            **page("relevance", start, end - start, highlight, with_vectors),
         }
-        docs = self._searches.search(body)["hits"]["hits"]
-        scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
-        if rescorer is not None and rescored:
-            docs, scores = self._rescored_head(tier, docs, scores, rescorer)
-        docs, scores = docs[low - fetch_low : high - fetch_low], scores[low - fetch_low : high - fetch_low]
-        vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
-        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+        if source is not None:
+            body["_source"] = source
+        docs: list[Dsl] = self._searches.search(body)["hits"]["hits"]
+        return docs
+
+    def _in_full(self, tier: int, wanted: list[Dsl], with_vectors: bool) -> list[Dsl]:
+        """The `wanted` documents (of `_deep`'s light search) in full, highlighted as a page is, in that order."""
+        if not wanted:
+            return []
+        ids = [doc["_id"] for doc in wanted]
+        body = {
+            "query": {"bool": {"must": self._plan.tier_query(tier), "filter": {"ids": {"values": ids}}}},
+            "track_total_hits": False,
+            **self._timeout,
+            **page("relevance", 0, len(ids), self._highlight, with_vectors),
+        }
+        found = {_key(doc): doc for doc in self._searches.search(body)["hits"]["hits"]}
+        return [found[_key(doc)] for doc in wanted if _key(doc) in found]
 
     def lexical_parts(self, tier: int, docs: list[Dsl]) -> list[LexicalParts | None]:
         """The words' parts of the lexical scores `candidates` gave `docs` in `tier` (one request): None
@@ -71,14 +127,25 @@ class TierCandidates:
         return [next(parts) if _key(doc) in scored else None for doc in docs]
 
     def _rescored_head(
-        self, tier: int, docs: list[Dsl], scores: np.ndarray, rescorer: WordRescorer
+        self, tier: int, docs: list[Dsl], scores: np.ndarray, rescorer: WordRescorer, head: int = POOL
     ) -> tuple[list[Dsl], np.ndarray]:
-        """The first POOL documents by BM25F, ties in catalogue order; the rest as the cluster ranked them."""
-        head = docs[:POOL]
-        new = self._searches.asked(lambda: rescorer.scores(head))
-        self._rescored.setdefault(tier, set()).update(_key(doc) for doc in head)
-        order = np.lexsort((catalogue_ranks(head), -new))
-        return [head[i] for i in order] + docs[POOL:], np.concatenate([new[order], scores[POOL:]])
+        """The first `head` documents by BM25F, ties in catalogue order; the rest as the cluster ranked them."""
+        head_docs = docs[:head]
+        new = self._searches.asked(lambda: rescorer.scores(head_docs))
+        self._rescored.setdefault(tier, set()).update(_key(doc) for doc in head_docs)
+        order = np.lexsort((catalogue_ranks(head_docs), -new))
+        return [head_docs[i] for i in order] + docs[head:], np.concatenate([new[order], scores[head:]])
+
+
+# What a light search of a deep pool asks of each document: what orders ties (catalogue_ranks).
+_TIE_FIELDS = ["id", "year"]
+assert set(_TIE_FIELDS) <= set(SOURCE)
+
+
+def pool_size(high: int, limit: int) -> int:
+    """The cluster's first places rescored to decide a page ending at place `high` (at most
+    `limit`, the `rescore_limit` setting): MARGIN times as many, at least POOL, at most `limit`."""
+    return max(POOL, min(MARGIN * high, limit))
 
 
 def _key(doc: Dsl) -> tuple[str, str]:

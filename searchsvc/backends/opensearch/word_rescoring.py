@@ -5,7 +5,7 @@ BM25F; with the best candidates then reordered by meaning, the two engines' resu
 apart by up to 0.02 nDCG@10 (docs/scaling.md). So for a query of plain words the cluster
 only finds candidates: the first `POOL` places of a tier in its own order are scored again
 here from their term vectors and the index's word statistics, with the Whoosh backend's
-arithmetic, and reordered. Places past the pool keep the cluster's order and score.
+arithmetic, and reordered; a deeper page grows the pool (candidates.pool_size).
 
 A search costs two requests more: the query's words analysed by the index's own analyzer
 (term vectors of artificial documents), and the pool's term vectors; the word statistics
@@ -27,6 +27,7 @@ from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.query import Also, Group, Node, Respelled, Word, searched_fields
 
 POOL = 300  # a tier's first places rescored: Whoosh's best 100 are among the cluster's best 300
+MARGIN = 3  # so a page ending at place p is decided by the cluster's first MARGIN × p (candidates.pool_size)
 _STATISTICS = "bm25f"  # the global aggregation holding the word statistics
 _NO_VECTOR_DETAIL = {"positions": False, "offsets": False, "payloads": False, "field_statistics": False}
 
