@@ -7,8 +7,9 @@ import pytest
 
 from searchsvc.core import fusion
 from searchsvc.core.deadline import Deadline
+from searchsvc.core.explanation import explained
 from searchsvc.core.query import only_describes, parse
-from searchsvc.core.ranking import NO_WORDS, Candidates, Nearest, join_by_meaning, rank_page
+from searchsvc.core.ranking import NO_WORDS, Candidates, Nearest, TierSlice, join_by_meaning, order_slice, rank_page
 
 NEAR, FAR, MID = [1.0, 0.0], [0.0, 1.0], [0.6, 0.8]
 Row = tuple[str, float, list[float]]
@@ -127,3 +128,17 @@ def test_only_a_query_that_describes_lets_papers_of_no_words_in() -> None:
     assert only_describes(parse('"graph neural" OR parsing embed*'))
     for narrowing in ("graph -neural", "graph AND neural", "author:smith graph", "year:2020 graph", "title:graph"):
         assert not only_describes(parse(narrowing)), narrowing
+
+
+def test_the_encoders_weight_orders_the_pool_and_is_the_one_explained() -> None:
+    rows = [("lexical", 10.0, FAR), ("near", 5.0, NEAR)]
+    found = Source([rows, [], []], []).candidates(0, 0, 2, with_vectors=True)
+    query = np.array(NEAR, dtype=np.float32)
+    part = TierSlice(0, 0, 2, 0, 2)
+    assert [p.ref for p in order_slice(part, found, query, weight=0.25)] == ["lexical", "near"]  # 1.0 > 0.5 + 0.25
+    heavy = order_slice(part, found, query, weight=fusion.weight("bge-small-int8"))
+    assert [p.ref for p in heavy] == ["near", "lexical"]
+    assert fusion.weight("bge-small-int8") > fusion.weight("onnx-int8") == fusion.WEIGHT
+    explanation = explained(heavy[0], None)
+    assert explanation.weight == fusion.weight("bge-small-int8")
+    assert explanation.meaning == pytest.approx(explanation.weight * 1.0)
