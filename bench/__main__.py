@@ -1,5 +1,5 @@
 """`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|typos|sources|update|churn|
-change_costs|rebuild_phases|publication|bge_int8|deep_pages [options]`: see bench/README.md."""
+change_costs|rebuild_phases|publication|bge_int8|deep_pages|relevance|meaning_scan [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ COMMANDS = (
     "publication",
     "bge_int8",
     "deep_pages",
+    "relevance",
+    "meaning_scan",
 )
 
 if __name__ == "__main__":

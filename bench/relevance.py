@@ -16,6 +16,12 @@ over every judged query; a query the service rejects, or one that finds nothing,
     python bench/relevance.py --opensearch http://127.0.0.1:9200   # the OpenSearch backend too
     python bench/relevance.py --encoder numpy                      # another sentence encoder than the default
     python bench/relevance.py --encoder bge-small --no-query-prefix   # bge's queries without BAAI's instruction
+    python -m bench relevance --encoder onnx-int8 --encoder bge-small-int8 --meaning-candidates 0 100
+
+Each `--meaning-candidates` value (the setting of that name: papers nearest in meaning joining
+the tiers' reordered candidates, docs/relevance.md) and each `--encoder` is a row of its own,
+searched on one index per encoder in the same run (`searchsvc[ENCODER,mc=N]`); with neither, the
+settings' defaults give the one `searchsvc` row.
 
 The service's default includes ranking by meaning, so each index embeds its papers (SciFact's
 5,183 abstracts take about 7 minutes on two cores). The vectors are kept by content in
@@ -37,7 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +55,7 @@ from ir_measures import AP, RR, R, nDCG
 from opensearchpy import OpenSearch
 
 from searchsvc.backends import Backend, open_backend
+from searchsvc.core import fusion
 from searchsvc.core.errors import InvalidRequest, QuerySyntaxError
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.operations.search import search
@@ -60,7 +67,37 @@ VECTOR_STORE = Path(__file__).resolve().parent / ".vectors"  # as bench/measure.
 DEPTH = 100  # results scored per query: the API's largest page
 MEASURES = {"nDCG@10": nDCG @ 10, "MAP": AP, "R@100": R @ DEPTH, "MRR": RR}
 REFERENCE_K1, REFERENCE_B = 0.9, 0.4
-SYSTEMS = ("searchsvc", "searchsvc-opensearch", "bm25s")  # in table order; the second only with --opensearch
+CODE_WEIGHT, CODE_WEIGHTS = fusion.WEIGHT, dict(fusion.WEIGHTS)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of the service: an encoder (None: the setting's default) and settings changed at query time."""
+
+    encoder: str | None = None
+    meaning_candidates: int | None = None  # None: the setting's default
+    meaning_without_words: bool | None = None
+    weight: float | None = None  # core.fusion.WEIGHT for this row only (None: the code's)
+
+    def name(self, alone: bool) -> str:
+        if alone:
+            return "searchsvc"
+        parts = [self.encoder or "default"]
+        if self.weight is not None:
+            parts.append(f"w={self.weight:g}")
+        if self.meaning_candidates is not None:
+            parts.append(f"mc={self.meaning_candidates}")
+        if self.meaning_without_words is not None:
+            parts.append("alone" if self.meaning_without_words else "in-tiers")
+        return f"searchsvc[{','.join(parts)}]"
+
+    def query_settings(self) -> dict[str, Any]:
+        chosen: dict[str, Any] = {}
+        if self.meaning_candidates is not None:
+            chosen["meaning_candidates"] = self.meaning_candidates
+        if self.meaning_without_words is not None:
+            chosen["meaning_without_words"] = self.meaning_without_words
+        return chosen
 
 
 @dataclass(frozen=True)
@@ -232,8 +269,10 @@ def evaluate_collection(
     opensearch: str | None = None,
     vector_store: str = "",
     encoder: str | None = None,
+    variants: list[Variant] | None = None,
 ) -> CollectionResult:
-    """Index, search and score one collection with every system."""
+    """Index, search and score one collection with every system (`variants`: the service's rows,
+    one index per encoder; default one row, `encoder`'s)."""
     records, skipped = read_corpus(collection.corpus)
     qrels = read_qrels(collection.qrels, collection.min_relevance)
     queries = {query_id: text for query_id, text in read_queries(collection.queries).items() if query_id in qrels}
@@ -243,30 +282,44 @@ def evaluate_collection(
     result = CollectionResult(collection.name, len(records), skipped, len(queries))
     # A store per collection: a rebuild keeps only its own papers' vectors in the store it uses.
     store = str(Path(vector_store) / collection.name) if vector_store else ""
-    chosen = {"encoder": encoder} if encoder else {}  # else the setting's default
-    backends: dict[str, dict[str, Any]] = {"searchsvc": {"vector_store": store, **chosen}}
+    rows = variants or [Variant(encoder)]
+    by_encoder: dict[str | None, list[Variant]] = {}
+    for variant in rows:
+        by_encoder.setdefault(variant.encoder, []).append(variant)
+    backends: list[tuple[str, dict[str, Any], list[Variant]]] = []
+    for chosen_encoder, chosen in by_encoder.items():
+        encoding = {"encoder": chosen_encoder} if chosen_encoder else {}  # else the setting's default
+        backends.append((f"searchsvc[{chosen_encoder or 'default'}]", {"vector_store": store, **encoding}, chosen))
     if opensearch:
         alias = f"relevance-{collection.name.lower()}"
-        backends["searchsvc-opensearch"] = {
+        settings = {
             "backend": "opensearch",
             "opensearch_url": opensearch,
             "opensearch_index": alias,
             "vector_store": store,  # the same vectors, by content: the cluster's index loads them
-            **chosen,
+            **({"encoder": encoder} if encoder else {}),
         }
+        backends.append(("searchsvc-opensearch", settings, []))
     runs: dict[str, Run] = {}
-    for system, settings in backends.items():
+    for label, settings, chosen_rows in backends:
         with tempfile.TemporaryDirectory(prefix=f"relevance-{collection.name}-") as tmp:
             started = time.perf_counter()
             backend = index_with_searchsvc(records, Path(tmp), **settings)
-            result.seconds[f"{system}_index"] = time.perf_counter() - started
-            log(f"{collection.name}: {system} indexed {len(records)} records in {time.perf_counter() - started:.1f} s")
-            started = time.perf_counter()
-            runs[system], rejected = search_with_searchsvc(backend, queries)
-            result.seconds[f"{system}_search"] = time.perf_counter() - started
-            log(f"{collection.name}: {system} ran {len(queries)} queries in {result.seconds[f'{system}_search']:.1f} s")
-            if system == "searchsvc":
-                result.rejected = rejected
+            result.seconds[f"{label}_index"] = time.perf_counter() - started
+            log(f"{collection.name}: {label} indexed {len(records)} records in {time.perf_counter() - started:.1f} s")
+            built = backend.settings
+            for variant in chosen_rows or [None]:
+                system = "searchsvc-opensearch" if variant is None else variant.name(len(rows) == 1)
+                if variant is not None:
+                    backend.settings = replace(built, **variant.query_settings())
+                    chosen_weight = (CODE_WEIGHT, CODE_WEIGHTS) if variant.weight is None else (variant.weight, {})
+                    fusion.WEIGHT, fusion.WEIGHTS = chosen_weight  # every encoder's, for a sweep
+                started = time.perf_counter()
+                runs[system], rejected = search_with_searchsvc(backend, queries)
+                took = result.seconds[f"{system}_search"] = time.perf_counter() - started
+                log(f"{collection.name}: {system} ran {len(queries)} queries in {took:.1f} s")
+                if variant is not None:
+                    result.rejected = rejected
             if "opensearch_index" in settings:
                 _delete_alias_indices(opensearch or "", settings["opensearch_index"])
     started = time.perf_counter()
@@ -292,14 +345,15 @@ def table(results: list[CollectionResult]) -> str:
     head = "| collection | system | " + " | ".join(MEASURES) + " | queries | rejected |"
     lines = [head, "|" + " --- |" * (4 + len(MEASURES))]
     for result in results:
-        for system in [system for system in SYSTEMS if system in result.metrics]:
+        for system in result.metrics:
             values = " | ".join(f"{result.metrics[system][name]:.4f}" for name in MEASURES)
             rejected = str(len(result.rejected)) if system.startswith("searchsvc") else "-"
             lines.append(f"| {result.name} | {system} | {values} | {result.queries} | {rejected} |")
     for result in results:
-        delta = result.metrics["searchsvc"]["nDCG@10"] - result.metrics["bm25s"]["nDCG@10"]
         lines.append("")
-        lines.append(f"{result.name}: searchsvc − bm25s nDCG@10 = {delta:+.4f}")
+        for system in [system for system in result.metrics if system.startswith("searchsvc")]:
+            delta = result.metrics[system]["nDCG@10"] - result.metrics["bm25s"]["nDCG@10"]
+            lines.append(f"{result.name}: {system} − bm25s nDCG@10 = {delta:+.4f}")
         lines.extend(f"- rejected query {query_id}: {error}" for query_id, error in sorted(result.rejected.items()))
     return "\n".join(lines)
 
@@ -328,7 +382,29 @@ def main(argv: list[str] | None = None) -> None:
         default=str(VECTOR_STORE),
         help="where paper vectors are kept between runs, a folder per collection (default: %(default)s; '': nowhere)",
     )
-    parser.add_argument("--encoder", choices=ENCODERS, help="the sentence encoder (default: the setting's default)")
+    parser.add_argument(
+        "--encoder",
+        action="append",
+        choices=ENCODERS,
+        help="the sentence encoder (default: the setting's default); repeatable, a row (and an index) each",
+    )
+    parser.add_argument(
+        "--meaning-candidates",
+        type=int,
+        nargs="+",
+        help="rows with these values of the meaning_candidates setting, on each encoder's one index",
+    )
+    parser.add_argument(
+        "--weight",
+        type=float,
+        nargs="+",
+        help="rows with the fusion weight of every encoder set to each of these (a sweep; default: the code's)",
+    )
+    parser.add_argument(
+        "--meaning-without-words",
+        choices=("on", "off", "both"),
+        help="rows with the meaning_without_words setting on, off or both (with --meaning-candidates)",
+    )
     parser.add_argument(
         "--no-query-prefix", action="store_true", help="embed bge's queries without BAAI's retrieval instruction"
     )
@@ -343,13 +419,23 @@ def main(argv: list[str] | None = None) -> None:
         collections = [Collection(args.name, args.corpus, args.queries, args.qrels, args.min_relevance)]
     else:
         collections = [COLLECTIONS[name] for name in args.collection or COLLECTIONS]
+    encoders = args.encoder or [None]
+    alone = {"on": [True], "off": [False], "both": [True, False], None: [None]}[args.meaning_without_words]
+    variants = [
+        Variant(chosen, count, without, weight)
+        for chosen in encoders
+        for weight in args.weight or [None]
+        for count in args.meaning_candidates or [None]
+        for without in (alone if count else [None])
+    ]
     results = [
         evaluate_collection(
             collection,
             log=lambda m: print(m, file=sys.stderr),
             opensearch=args.opensearch,
             vector_store=args.vector_store,
-            encoder=args.encoder,
+            encoder=encoders[0],
+            variants=variants,
         )
         for collection in collections
     ]

@@ -14,7 +14,7 @@ from searchsvc.core.model import FacetLookup, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, SimilarTo
-from searchsvc.core.ranking import CandidateSource, Ref
+from searchsvc.core.ranking import CandidateSource, NearestSource, Ref
 from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.settings import Settings
@@ -63,7 +63,7 @@ class Journal(Protocol):
         """The last of the first `first` entries that `writer` sent with idempotency key `key`."""
 
 
-class Answer(CandidateSource[Ref], Protocol[Ref]):
+class Answer(CandidateSource[Ref], NearestSource[Ref], Protocol[Ref]):
     """What an engine found for one search, counted in one pass, and the way to ask it for more.
 
     The search recipe (operations/search.py) decides the order and "did you mean" from it; the

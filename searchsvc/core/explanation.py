@@ -65,17 +65,13 @@ class Explanation:
     best_lexical: float | None  # the divisor, when ranked by meaning
     similarity: float | None
     similarity_rank: int | None  # among the tier's candidates reordered by meaning, 1 = nearest
-    meaning: float | None  # WEIGHT × similarity
+    meaning: float | None  # weight × similarity
     score: float
+    weight: float = fusion.WEIGHT  # the encoder's (core.fusion.weight)
 
     @property
     def tier_label(self) -> str:
         return TIERS[self.tier]
-
-    @property
-    def weight(self) -> float:
-        """What the similarity is multiplied by (core.fusion.WEIGHT)."""
-        return fusion.WEIGHT
 
     @property
     def fields(self) -> list[str]:
@@ -89,7 +85,8 @@ def explained(placed: Placed[Any], parts: LexicalParts | None) -> Explanation:
     words = () if parts is None else tuple(sorted(parts.words, key=lambda part: (-part.total, part.word)))
     coordination = 0.0 if parts is None else parts.coordination
     other = placed.lexical - sum(part.total for part in words) - coordination
-    meaning = None if placed.similarity is None else fusion.WEIGHT * placed.similarity
+    weight = fusion.WEIGHT if placed.weight is None else placed.weight
+    meaning = None if placed.similarity is None else weight * placed.similarity
     return Explanation(
         tier=placed.tier,
         words=words,
@@ -101,4 +98,5 @@ def explained(placed: Placed[Any], parts: LexicalParts | None) -> Explanation:
         similarity_rank=placed.similarity_rank,
         meaning=meaning,
         score=placed.score,
+        weight=weight,
     )

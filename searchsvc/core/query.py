@@ -316,6 +316,19 @@ def words(node: Node | None) -> list[Word]:
     return []
 
 
+def only_describes(node: Node | None) -> bool:
+    """Whether the query only describes what is wanted: words, phrases and wildcard words of title
+    and abstract side by side or joined by OR (no NOT, AND, field or year), so a paper holding none
+    of them breaks nothing the reader asked for (core.ranking's papers found by meaning alone)."""
+    if isinstance(node, Word | Phrase | Prefix):
+        return node.field is None
+    if isinstance(node, Respelled | Also):
+        return True
+    if isinstance(node, Group | AnyOf):
+        return all(only_describes(child) for child in node.nodes)
+    return False
+
+
 def meaning(node: Node | None) -> str:
     """The words and phrases the query looks for in titles and abstracts, as one text: what the
     semantic model reads. Negated words, wildcards, authors and years say nothing about meaning."""

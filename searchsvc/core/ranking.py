@@ -8,12 +8,19 @@ newer paper, then the id (`paper.catalogue_key`). With ranking by meaning, each 
 `fusion.CANDIDATES` lexical matches are reordered by the fused score (`fusion.fused`);
 papers below them keep the lexical order. An engine only finds a tier's candidates in lexical
 order (`CandidateSource`); what comes first is decided here.
+
+Candidates found by meaning (`join_by_meaning`, when asked for): the papers nearest in meaning
+to the query among those the filters let through join the fused pool of the tier they are in,
+with their own lexical score, wherever their lexical place; a paper holding none of the query's
+words joins the last tier's pool with lexical score 0, only for a query of words that describe
+(`query.only_describes`) and that found something. Tier 0 keeps its first place from its own
+lexical candidates, so an exact title match is never pushed off it (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 import numpy as np
@@ -22,6 +29,7 @@ from searchsvc.core import fusion
 from searchsvc.core.deadline import Deadline
 
 LAST_TIER = 2  # the papers found only through a word's typos or other forms
+NO_WORDS = -1  # the tier of a paper found by meaning alone: it holds none of the query's words
 Ref = TypeVar("Ref")  # how an engine refers to a paper: a document number, a hit document
 
 
@@ -47,6 +55,45 @@ class Candidates(Generic[Ref]):
     scores: np.ndarray
     ties: np.ndarray
     vectors: np.ndarray | None
+    keys: Sequence[Hashable] | None = None  # what tells papers apart across asks (None: the refs do)
+
+
+@dataclass
+class Nearest(Generic[Ref]):
+    """Papers nearest in meaning to a query vector among the live papers the filters let through,
+    nearest first: each one's tier (`NO_WORDS` if the query's words do not find it), its lexical
+    score in that tier (0 for `NO_WORDS`), its catalogue tie rank and its unit vector, as
+    `Candidates` gives them, and a key telling it apart from the tiers' candidates."""
+
+    refs: Sequence[Ref]
+    keys: Sequence[Hashable]
+    tiers: np.ndarray
+    scores: np.ndarray
+    ties: np.ndarray
+    vectors: np.ndarray
+
+    def rows(self, chosen: np.ndarray) -> Nearest[Ref]:
+        """The papers of the rows `chosen` (a boolean mask), in order."""
+        at = np.flatnonzero(chosen).tolist()
+        return Nearest(
+            [self.refs[i] for i in at],
+            [self.keys[i] for i in at],
+            self.tiers[at],
+            self.scores[at],
+            self.ties[at],
+            self.vectors[at],
+        )
+
+
+@dataclass
+class Joining(Generic[Ref]):
+    """Papers found by meaning for each tier's fused pool (`join_by_meaning`), and the tier sizes
+    with the papers of no words counted in the tier whose pool they join."""
+
+    sizes: list[int]
+    by_tier: dict[int, Nearest[Ref]] = field(default_factory=dict)
+    added: int = 0  # papers holding none of the query's words shown: counted in the total, not in facets
+    alone_tier: int = NO_WORDS  # the tier whose pool they join
 
 
 @dataclass(slots=True)  # not frozen: made for every paper of every page, and frozen ones are slower to make
@@ -63,11 +110,52 @@ class Placed(Generic[Ref]):
     best_lexical: float | None = None
     similarity: float | None = None
     similarity_rank: int | None = None
+    weight: float | None = None  # what the similarity was multiplied by
 
 
 class CandidateSource(Protocol[Ref]):
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Ref]:
         """Places [low, high) of `tier` in lexical order (vectors only if `with_vectors`)."""
+
+
+class NearestSource(Protocol[Ref]):
+    def nearest(self, query: np.ndarray, count: int) -> Nearest[Ref] | None:
+        """The `count` live papers nearest in meaning to `query` among those the filters let
+        through (an exact scan of their vectors), or None if the engine cannot find them now."""
+
+
+def join_by_meaning(
+    tier_sizes: Sequence[int],
+    source: NearestSource[Ref],
+    query: Callable[[int], np.ndarray],
+    count: int,
+    alone: bool,
+) -> Joining[Ref]:
+    """Which papers nearest in meaning to the query join each tier's fused pool: those in a tier
+    join that tier's (by the tier's query vector); with `alone` (a query that only describes and
+    found something), those holding none of its words join the last non-empty tier's, counted in
+    its size. Nothing joins when the engine cannot find them (vectors pending)."""
+    sizes = list(tier_sizes)
+    joining: Joining[Ref] = Joining(sizes)
+    filled = [tier for tier, size in enumerate(sizes) if size > 0]
+    if count <= 0 or not filled:
+        return joining
+    asked: dict[int, Nearest[Ref] | None] = {}  # by query vector: the first tiers' and the last's are often one
+    for tier in filled:
+        vector = query(tier)
+        if id(vector) not in asked:
+            asked[id(vector)] = source.nearest(vector, count)
+        found = asked[id(vector)]
+        if found is None:
+            return Joining(list(tier_sizes))
+        joined = found.tiers == tier
+        if alone and tier == filled[-1]:
+            joined |= found.tiers == NO_WORDS
+            joining.added, joining.alone_tier = int(np.count_nonzero(found.tiers == NO_WORDS)), tier
+            sizes[tier] += joining.added
+        if joined.any():
+            joining.by_tier[tier] = found.rows(joined)
+    return joining
 
 
 def page_slices(tier_sizes: Sequence[int], start: int, end: int, window: int) -> list[TierSlice]:
@@ -87,9 +175,21 @@ def page_slices(tier_sizes: Sequence[int], start: int, end: int, window: int) ->
     return slices
 
 
-def order_slice(part: TierSlice, found: Candidates[Ref], query: np.ndarray | None) -> list[Placed[Ref]]:
+def order_slice(
+    part: TierSlice,
+    found: Candidates[Ref],
+    query: np.ndarray | None,
+    joined: Nearest[Ref] | None = None,
+    weight: float | None = None,
+) -> list[Placed[Ref]]:
     """The page's places [low, high) of one tier, with their scores (fused when `query` is given
-    and every candidate has a vector; lexical otherwise)."""
+    and every candidate has a vector; lexical otherwise). `joined`: papers found by meaning that
+    join the tier's fused pool (`join_by_meaning`); `found` then holds the tier's places from its
+    first, enough of them to fill [low, high) once those are taken out of the lexical order.
+    `weight`: the similarity's in the fused score (`fusion.weight` of the encoder; None: `fusion.WEIGHT`)."""
+    weight = fusion.WEIGHT if weight is None else weight
+    if joined is not None:
+        return _order_joined(part, found, query, joined, weight)
     first = part.low - part.fetch_low
     if query is None or found.vectors is None:
         count = part.high - part.low
@@ -100,7 +200,7 @@ def order_slice(part: TierSlice, found: Candidates[Ref], query: np.ndarray | Non
     head = min(fusion.CANDIDATES, len(found.refs))
     best = float(found.scores[0])
     similarity = fusion.similarities(found.vectors, query)
-    fused = fusion.fused(found.scores, best, similarity)
+    fused = fusion.fused(found.scores, best, similarity, weight)
     order = np.concatenate([np.lexsort((found.ties[:head], -fused[:head])), np.arange(head, len(found.refs))])
     nearest = np.empty(head, dtype=np.int64)  # each reordered candidate's rank by similarity, ties by lexical place
     nearest[np.argsort(-similarity[:head], kind="stable")] = np.arange(1, head + 1)
@@ -113,9 +213,56 @@ def order_slice(part: TierSlice, found: Candidates[Ref], query: np.ndarray | Non
             best if best > 0 else None,
             float(similarity[i]),
             int(nearest[i]) if i < head else None,
+            weight,
         )
         for i in order[first : first + part.high - part.low]
     ]
+
+
+def _order_joined(
+    part: TierSlice, found: Candidates[Ref], query: np.ndarray | None, joined: Nearest[Ref], weight: float
+) -> list[Placed[Ref]]:
+    """`order_slice` with papers found by meaning: the tier's first `fusion.CANDIDATES` lexical
+    candidates and the joined papers not among them are reordered together by the fused score
+    (the divisor still the tier's best lexical score); the rest of the tier follows in lexical
+    order without the joined papers. In tier 0 the first place stays a lexical candidate's."""
+    keys: Sequence[Hashable] = found.keys if found.keys is not None else found.refs
+    head = min(fusion.CANDIDATES, len(found.refs))
+    in_head = set(keys[:head])
+    extra = joined.rows(np.array([key not in in_head for key in joined.keys], dtype=bool))
+    moved = set(extra.keys)
+    tail = [i for i in range(head, len(found.refs)) if keys[i] not in moved]
+    refs = [*found.refs[:head], *extra.refs]
+    lexical = np.concatenate([found.scores[:head], extra.scores]).astype(np.float64)
+    ties = np.concatenate([found.ties[:head], extra.ties])
+    best = float(found.scores[0]) if head else 0.0
+    rest = [Placed(found.refs[i], float(found.scores[i]), part.tier, float(found.scores[i])) for i in tail]
+    if query is None or found.vectors is None:  # by words alone: the joined papers after the tier's own
+        pool = [Placed(refs[i], float(lexical[i]), part.tier, float(lexical[i])) for i in range(len(refs))]
+        return (pool[:head] + rest + pool[head:])[part.low : part.high]
+    vectors = np.concatenate([found.vectors[:head], extra.vectors])
+    similarity = fusion.similarities(vectors, query)
+    fused = fusion.fused(lexical, best, similarity, weight)
+    order = np.lexsort((ties, -fused))
+    if part.tier == 0 and len(order) and order[0] >= head and head:
+        first = next(i for i in order if i < head)  # the best of the tier's own candidates keeps place 1
+        order = np.concatenate([[first], order[order != first]])
+    nearest = np.empty(len(refs), dtype=np.int64)
+    nearest[np.argsort(-similarity, kind="stable")] = np.arange(1, len(refs) + 1)
+    pool = [
+        Placed(
+            refs[i],
+            float(fused[i]),
+            part.tier,
+            float(lexical[i]),
+            best if best > 0 else None,
+            float(similarity[i]),
+            int(nearest[i]),
+            weight,
+        )
+        for i in order
+    ]
+    return (pool + rest)[part.low : part.high]
 
 
 def rank_page(
@@ -125,23 +272,34 @@ def rank_page(
     source: CandidateSource[Ref],
     query: Callable[[int], np.ndarray] | None,
     deadline: Deadline,
+    joining: Joining[Ref] | None = None,
+    weight: float | None = None,
 ) -> list[Placed[Ref]]:
     """The places [start, end) of the whole ordered result, each with its score and what made it.
 
     `query` gives the query's vector a tier is reordered by (computed only for a tier whose
     candidates all have vectors: the first tiers' by the words as typed, the last's by all the
-    words searched), or is None when the search is ranked by words alone.
+    words searched), or is None when the search is ranked by words alone. `joining`: papers found
+    by meaning (`join_by_meaning`; `tier_sizes` then its sizes), fetched past the page's end by as
+    many places as join the tier, since those leave its lexical order. `weight`: as `order_slice`'s.
     """
     window = fusion.CANDIDATES if query is not None else 0
+    lexical_sizes = list(tier_sizes)
+    if joining is not None and joining.added:
+        lexical_sizes[joining.alone_tier] -= joining.added
     ranked: list[Placed[Ref]] = []
     for part in page_slices(tier_sizes, start, end, window):
-        found = source.candidates(part.tier, part.fetch_low, part.fetch_high, with_vectors=window > 0)
+        joined = joining.by_tier.get(part.tier) if joining is not None else None
+        fetch_high = part.fetch_high
+        if joined is not None:
+            fetch_high = min(max(part.fetch_high, window) + len(joined.refs), lexical_sizes[part.tier])
+        found = source.candidates(part.tier, part.fetch_low, fetch_high, with_vectors=window > 0)
         deadline.check()
         vector = None
         if query is not None and found.vectors is not None:
             vector = query(part.tier)
             deadline.check()
-        ranked.extend(order_slice(part, found, vector))
+        ranked.extend(order_slice(part, found, vector, joined, weight))
     return ranked
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from searchsvc.backends import Answer, Backend
-from searchsvc.core import spelling, typos
+from searchsvc.core import fusion, spelling, typos
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import PaperNotFound, QuerySyntaxError
 from searchsvc.core.explanation import SCORE_PLACES, LexicalParts, explained
@@ -33,8 +33,8 @@ from searchsvc.core.model import (
     SuggestRequest,
 )
 from searchsvc.core.paper import Paper
-from searchsvc.core.query import Node, SimilarTo, as_typed, check_term_count, meaning, parse, similar_to
-from searchsvc.core.ranking import LAST_TIER, Placed, rank_page
+from searchsvc.core.query import Node, SimilarTo, as_typed, check_term_count, meaning, only_describes, parse, similar_to
+from searchsvc.core.ranking import LAST_TIER, Placed, join_by_meaning, rank_page
 from searchsvc.core.suggestions import Suggestion, typed
 from searchsvc.core.synonyms import matches as other_forms
 from searchsvc.core.tex import reading
@@ -63,14 +63,14 @@ def search(backend: Backend, request: SearchRequest) -> SearchResult:
     if like is not None:
         return _similar(backend, request, like, started, deadline)
     with backend.answer(request, _widened(backend, request, tree), deadline, "page") as answer:
-        placed = _placed(answer, request, tree, backend.settings, deadline)
+        placed, by_meaning = _placed(answer, request, tree, backend.settings, deadline)
         hits = answer.hits(_scored(answer, placed))
         if request.explain and placed is not None:
             hits = _explained(answer, hits, placed, deadline)
         facets = answer.facets()
         deadline.check()
         suggestion = _did_you_mean(answer, request, deadline)
-        total, searched = answer.total(), answer.searched()
+        total, searched = answer.total() + by_meaning, answer.searched()
     return SearchResult(
         request=request,
         total=total,
@@ -206,18 +206,28 @@ def _ranked(
 ) -> Ranked:
     """The page's papers in order with their scores: by the ranking policy for a query sorted by
     relevance, in the engine's browsing order otherwise (no scores)."""
-    return _scored(answer, _placed(answer, request, tree, settings, deadline))
+    return _scored(answer, _placed(answer, request, tree, settings, deadline)[0])
 
 
 def _placed(
     answer: Answer[Any], request: SearchRequest, tree: Node | None, settings: Settings, deadline: Deadline
-) -> list[Placed[Any]] | None:
-    """The page's papers placed by the ranking policy, or None when it is not ranked by relevance."""
+) -> tuple[list[Placed[Any]] | None, int]:
+    """The page's papers placed by the ranking policy, or None when it is not ranked by relevance;
+    and how many papers holding none of the query's words meaning found (core.ranking), which
+    the total counts."""
     if tree is None or request.sort != "relevance":
-        return None
+        return None, 0
     total, literal, all_words = answer.total(), answer.literal(), answer.all_words()
     sizes = [all_words, literal - all_words, total - literal]  # core.ranking's tiers; empty ones take no place
-    return rank_page(sizes, request.start, request.end, answer, _query_vector(answer, settings), deadline)
+    query = _query_vector(answer, settings)
+    weight = None if query is None else fusion.weight(query_encoder(settings).name)
+    if query is None or not settings.meaning_candidates:
+        return rank_page(sizes, request.start, request.end, answer, query, deadline, weight=weight), 0
+    alone = settings.meaning_without_words and only_describes(tree)
+    joining = join_by_meaning(sizes, answer, query, settings.meaning_candidates, alone)
+    deadline.check()
+    placed = rank_page(joining.sizes, request.start, request.end, answer, query, deadline, joining, weight)
+    return placed, joining.added
 
 
 def _scored(answer: Answer[Any], placed: list[Placed[Any]] | None) -> Ranked:

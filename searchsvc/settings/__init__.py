@@ -171,12 +171,27 @@ class Settings:
         "each new paper once (docs/performance.md: papers a second by encoder)",
         Boolean(),
     )
+    meaning_candidates: int = _setting(
+        0,
+        "papers nearest in meaning to the query (an exact scan of every vector: docs/performance.md) that join its "
+        "tiers' reordered candidates wherever the words placed them, so a paper that answers the query in other "
+        "words can reach the first page (docs/relevance.md); 100 doubles a tier's pool at most, as many as the "
+        "lexical candidates reordered; 0: none, which OpenSearch does not find yet (docs/decisions.md)",
+        Integer(0, 1000),
+    )
+    meaning_without_words: bool = _setting(
+        True,
+        "with meaning_candidates, a paper holding none of a query's words may join the last tier's reordered "
+        "candidates (a query of plain words only, which found something; counted in the total, not in facets)",
+        Boolean(),
+    )
     encoder: str = _setting(
         "onnx-int8",
         "what computes the vectors: onnx-int8 (all-MiniLM-L6-v2 on ONNX Runtime, int8 weight products scaled per "
         "token: the fastest, nDCG@10 within 0.003 of fp32 on three test collections), onnx (its fp32: the numpy "
         "encoder's numbers), numpy, bge-small-int8 or bge-small (bge-small-en-v1.5, fetched with Maven at install "
-        "time: 1.9x the embedding time, no better fused with BM25F here, docs/decisions.md); each keeps its own "
+        "time: 1.9x the embedding time; at its own fusion weight better on SciFact, worse on CACM, docs/relevance.md); "
+        "each keeps its own "
         "vector store; bge without its files runs onnx-int8, without ONNX Runtime numpy runs",
         Choice(ENCODERS),
     )
@@ -355,6 +370,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
     settings = Settings(**{name: _read(name, value) for name, value in given.items()})
     _check_order(settings, given)
     _check_writers(settings)
+    _check_meaning_candidates(settings, given)
     return settings
 
 
@@ -409,6 +425,17 @@ def _check_order(settings: Settings, given: Mapping[str, _Given]) -> None:
                 f"{named[0]} is more than {named[1]}: {smaller} must not exceed {larger}",
                 {"setting": smaller},
             )
+
+
+def _check_meaning_candidates(settings: Settings, given: Mapping[str, _Given]) -> None:
+    """OpenSearch finds no papers by meaning yet (docs/decisions.md): asking it to is refused, not ignored."""
+    if settings.meaning_candidates and settings.backend == "opensearch":
+        name = given["meaning_candidates"].variable if "meaning_candidates" in given else "meaning_candidates"
+        raise ConfigurationError(
+            f"{name}={settings.meaning_candidates} needs the whoosh backend: the opensearch backend finds no papers "
+            "by meaning yet; set it to 0",
+            {"setting": "meaning_candidates"},
+        )
 
 
 def _check_writers(settings: Settings) -> None:

@@ -587,7 +587,11 @@ class ExplanationSchema(Schema):
             "description": "Its rank by similarity among the tier's candidates reordered by meaning (1: nearest)."
         },
     )
-    meaning = _part(f"When ranked by meaning: {fusion.WEIGHT} × similarity, its part of the score.", allow_none=True)
+    meaning = _part(
+        f"When ranked by meaning: the encoder's weight ({fusion.WEIGHT} for the default one) × similarity, its part "
+        "of the score.",
+        allow_none=True,
+    )
     score = Rounded(SCORE_PLACES, required=True, metadata={"description": "The hit's score, as shown."})
 
 

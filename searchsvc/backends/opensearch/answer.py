@@ -8,6 +8,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import numpy as np
 from opensearchpy import OpenSearch
 
 from searchsvc.backends.opensearch import search_bodies, spelling, word_rescoring
@@ -22,7 +23,7 @@ from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.model import FACETS, FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node
-from searchsvc.core.ranking import Candidates
+from searchsvc.core.ranking import Candidates, Nearest
 from searchsvc.core.spelling import Check
 from searchsvc.settings import Settings
 
@@ -72,6 +73,9 @@ class OpenSearchAnswer:
 
     def lexical_parts(self, tier: int, refs: list[Dsl]) -> list[LexicalParts | None]:
         return self._tiers.lexical_parts(tier, refs)
+
+    def nearest(self, query: np.ndarray, count: int) -> Nearest[Dsl] | None:
+        return None  # the cluster holds no vector field to search (docs/decisions.md): lexical candidates only
 
     def page(self) -> list[Dsl]:
         docs: list[Dsl] = self._response["hits"]["hits"]

@@ -24,7 +24,7 @@ from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.model import FacetValue, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.query import Node, as_typed, widened
-from searchsvc.core.ranking import LAST_TIER, Candidates
+from searchsvc.core.ranking import LAST_TIER, NO_WORDS, Candidates, Nearest, related_order
 from searchsvc.settings import Settings
 
 Ranked = list[tuple[int, float | None]]  # document numbers with their scores
@@ -148,7 +148,29 @@ class WhooshAnswer:
         docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
         scores = np.array([score for _, score in best], dtype=np.float64)
         vectors = self._found.gen.vectors.get() if with_vectors else None
-        return Candidates(docs.tolist(), scores, rank[docs], None if vectors is None else vectors[docs])
+        refs = docs.tolist()
+        return Candidates(refs, scores, rank[docs], None if vectors is None else vectors[docs], refs)
+
+    def nearest(self, query: np.ndarray, count: int) -> Nearest[int] | None:
+        """The generation's vectors scanned whole (None while a fresh open is still reading them:
+        `WhooshBackend.answer` waited for them before the turn), the papers the filters leave out
+        or deleted set aside."""
+        found = self._found
+        vectors = found.gen.vectors.whole(wait_s=0)
+        if vectors is None:
+            return None
+        assert found.scored is not None and found.typed_scores is not None  # set for every query
+        live = intersect(found.gen.all_docs, list(found.filters.values()))
+        best = related_order(vectors, query, count, exclude=np.flatnonzero(~live))
+        found.deadline.check()
+        docs = np.array([docnum for docnum, _ in best], dtype=np.int64)
+        tiers = np.full(len(docs), NO_WORDS, dtype=np.int64)
+        for tier, members in enumerate(self._tiers):
+            tiers[members[docs]] = tier
+        scores = np.where(tiers == LAST_TIER, found.scored.scores[docs], found.typed_scores[docs])
+        scores = np.where(tiers == NO_WORDS, 0.0, scores).astype(np.float64)
+        refs = docs.tolist()
+        return Nearest(refs, refs, tiers, scores, found.gen.order.rank[docs], vectors[docs])
 
     def lexical_parts(self, tier: int, refs: list[int]) -> list[LexicalParts | None]:
         """The words' parts of these papers' lexical scores in `tier`, scored as `candidates` scores

@@ -273,8 +273,13 @@ class WhooshBackend:
         """The matches of `tree` on the served generation, scored, for the search recipe to ask
         further (the turn is held meanwhile: see `_in_turn`); with typo tolerance, its words no
         paper holds also match their near words in the generation's vocabulary (core.typos).
-        Facets and highlights are computed only when asked, so `purpose` changes nothing here."""
+        Facets and highlights are computed only when asked, so `purpose` changes nothing here.
+        With candidates found by meaning, a fresh open's vectors are waited for before the turn, as
+        related papers wait (`similar`): the scan needs them whole."""
         self._newest_generation(deadline)
+        if self.settings.semantic_ranking and self.settings.meaning_candidates and tree is not None:
+            with deadline.spending("waiting for the vectors of a fresh open"):
+                self._generations.get().vectors.whole(wait_s=deadline.remaining_ms() / 2000)
         with deadline.turn(self._turn):
             gen = self._generations.get()
             searched = tree

@@ -206,3 +206,9 @@ def test_gunicorn_stops_on_a_malformed_tokens_file(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert f"{path}:1: the hash of 'ci-bot' is not 64 lowercase hex digits" in result.stderr
     assert "Traceback" not in result.stderr and "Booting worker" not in result.stderr
+
+
+def test_meaning_candidates_on_opensearch_are_refused_not_ignored() -> None:
+    message = refusal({variable("backend"): "opensearch", variable("meaning_candidates"): "100"})
+    assert "SEARCHSVC_MEANING_CANDIDATES=100 needs the whoosh backend" in message
+    assert load_settings(environ={variable("meaning_candidates"): "100"}).meaning_candidates == 100
