@@ -3,10 +3,12 @@
 Each ask is one search of one tier: the page's places, or with ranking by meaning the tier's
 first `fusion.CANDIDATES`, with their vectors. For plain words the lexical order is BM25F's,
 as on Whoosh: a page ending at place p is decided by the cluster's first `pool_size(p)` places,
-scored again (`word_rescoring.POOL` for the first pages). A deeper pool is first asked for its
-documents' ids only, and then the page's documents in full, so a page 31 costs no more
-highlights than page 1. Past `rescore_limit` places a page keeps the cluster's choice of
-documents, scored and ordered by BM25F among themselves. What comes first is decided by core.ranking.
+scored again (`word_rescoring.POOL` for the first pages). The pool is first asked for its
+documents' ids only (and what orders ties), and then the page's documents in full: highlighting
+the whole pool of 300 had made a first page cost twice as much (docs/scaling.md), and page 31
+costs no more highlights than page 1. Past `rescore_limit` places a page keeps the cluster's
+choice of documents, scored and ordered by BM25F among themselves. What comes first is decided
+by core.ranking.
 """
 
 from __future__ import annotations
@@ -49,22 +51,13 @@ class TierCandidates:
         rescorer = self._rescorers[tier == LAST_TIER]
         if rescorer is None or high > self._limit:
             return self._as_rescored(tier, low, high, with_vectors, rescorer)
-        pool = pool_size(high, self._limit)
-        if pool > POOL:
-            return self._deep(tier, low, high, with_vectors, rescorer, pool)
-        fetch_high = max(high, POOL)
-        docs = self._search(tier, 0, fetch_high, with_vectors, self._highlight)
-        scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
-        docs, scores = self._rescored_head(tier, docs, scores, rescorer)
-        docs, scores = docs[low:high], scores[low:high]
-        vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
-        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+        return self._pooled(tier, low, high, with_vectors, rescorer, pool_size(high, self._limit))
 
-    def _deep(
+    def _pooled(
         self, tier: int, low: int, high: int, with_vectors: bool, rescorer: WordRescorer, pool: int
     ) -> Candidates[Dsl]:
-        """Places [low, high) of a pool deeper than POOL: its documents' ids (and what orders ties)
-        first, rescored, then the places' documents in full."""
+        """Places [low, high) of the tier's first `pool` places rescored: their ids (and what orders
+        ties) first, then only the places' documents in full, highlighted."""
         light = self._search(tier, 0, pool, False, False, source=_TIE_FIELDS)
         scores = np.array([doc["_score"] for doc in light], dtype=np.float64)
         ordered, scores = self._rescored_head(tier, light, scores, rescorer, head=pool)
@@ -102,7 +95,7 @@ class TierCandidates:
         return docs
 
     def _in_full(self, tier: int, wanted: list[Dsl], with_vectors: bool) -> list[Dsl]:
-        """The `wanted` documents (of `_deep`'s light search) in full, highlighted as a page is, in that order."""
+        """The `wanted` documents (of `_pooled`'s light search) in full, highlighted as a page is, in that order."""
         if not wanted:
             return []
         ids = [doc["_id"] for doc in wanted]
@@ -127,7 +120,7 @@ class TierCandidates:
         return [next(parts) if _key(doc) in scored else None for doc in docs]
 
     def _rescored_head(
-        self, tier: int, docs: list[Dsl], scores: np.ndarray, rescorer: WordRescorer, head: int = POOL
+        self, tier: int, docs: list[Dsl], scores: np.ndarray, rescorer: WordRescorer, head: int
     ) -> tuple[list[Dsl], np.ndarray]:
         """The first `head` documents by BM25F, ties in catalogue order; the rest as the cluster ranked them."""
         head_docs = docs[:head]
@@ -137,7 +130,7 @@ class TierCandidates:
         return [head_docs[i] for i in order] + docs[head:], np.concatenate([new[order], scores[head:]])
 
 
-# What a light search of a deep pool asks of each document: what orders ties (catalogue_ranks).
+# What the light search of a pool asks of each document: what orders ties (catalogue_ranks).
 _TIE_FIELDS = ["id", "year"]
 assert set(_TIE_FIELDS) <= set(SOURCE)
 
