@@ -14,14 +14,13 @@ The limits take turns page by page; each page's median of `--rounds` and the loa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.measure import machine, table
+from bench.measure import machine, report, table
 from searchsvc.backends import open_backend
 from searchsvc.core.model import SearchRequest
 from searchsvc.operations.search import search
@@ -94,9 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = run(args.index_dir, [int(limit) for limit in args.limits.split(",")], args.rounds)
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
-    print(markdown(result))
+    report(result, markdown(result), args.out)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,13 @@ differ. Lexical ranking only: the paths differ in matching, not in ranking by me
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 from bench import corpus, mix
-from bench.measure import latency_summary, machine, table
+from bench.measure import latency_summary, machine, report, table
 from searchsvc.backends.whoosh import WhooshBackend, word_scores
 from searchsvc.core.errors import SearchTimedOut
 from searchsvc.core.model import SearchRequest
@@ -105,9 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = run(args.index_dir, args.corpus, args.phrases)
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
-    print(markdown(result))
+    report(result, markdown(result), args.out)
 
 
 if __name__ == "__main__":

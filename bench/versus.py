@@ -54,7 +54,10 @@ def run(
         "clients": clients,
         "workers": workers,
         "index_dirs": {version: str(path) for version, path in zip(VERSIONS, index_dirs, strict=True)},
-        "differing": [sequence[i].params() for i, (a, b) in enumerate(zip(*answers.values(), strict=True)) if a != b],
+        "differing": [
+            sequence[i].params() for i, (a, b) in enumerate(zip(*answers.values(), strict=True)) if not _agree(a, b)
+        ],
+        "keys_of_one_version": sorted({key for a, b in zip(*answers.values(), strict=True) for key in _apart(a, b)}),
     }
     for version in VERSIONS:
         result[version] = {
@@ -93,6 +96,28 @@ def _answer(body: bytes) -> dict[str, Any]:
     return found
 
 
+def _agree(a: Any, b: Any) -> bool:
+    """Whether two answers say the same wherever both say something: a key only one version
+    has (a field added since the other) is left out, and listed (`_apart`)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(_agree(a[key], b[key]) for key in a.keys() & b.keys())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_agree(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _apart(a: Any, b: Any, path: str = "") -> set[str]:
+    """The keys (as paths, list places as []) only one of the answers has."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        found = {f"{path}.{key}".lstrip(".") for key in a.keys() ^ b.keys()}
+        for key in a.keys() & b.keys():
+            found |= _apart(a[key], b[key], f"{path}.{key}")
+        return found
+    if isinstance(a, list) and isinstance(b, list):
+        return set().union(*(_apart(x, y, f"{path}[]") for x, y in zip(a, b, strict=False)))
+    return set()
+
+
 def markdown(result: dict[str, Any]) -> str:
     rows = []
     for version in VERSIONS:
@@ -107,7 +132,12 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Ratios: " + ", ".join(f"{k} = {v}" for k, v in result["ratios"].items()),
         "",
-        f"Requests whose answers (all but `took_ms`) differ between the versions: {len(result['differing'])}.",
+        f"Requests whose answers (all but `took_ms`) differ between the versions: {len(result['differing'])}"
+        + (
+            f" (keys only one version has left out: {', '.join(result['keys_of_one_version'])})."
+            if result.get("keys_of_one_version")
+            else "."
+        ),
     ]
     return "\n".join(lines)
 

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import ConfigurationError, IndexUnavailable, InvalidRequest, SearchsvcError
+from searchsvc.core.explanation import Explanation
 from searchsvc.core.model import SORTS, SearchResult
 from searchsvc.core.tex import unmarked
 from searchsvc.host import at_lower_priority
@@ -246,12 +247,13 @@ def _progress_bar(phase: str, total: int | None) -> Iterator[Callable[[int], Non
 @click.option("--sort", type=click.Choice(SORTS), default="relevance", show_default=True)
 @click.option("--page", type=str, default="1", show_default=True)
 @click.option("--per-page", type=str, help="Results per page (default 10).")
+@click.option("--explain", is_flag=True, help="Show what each result's score is made of (ranked by relevance).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document the HTTP API returns.")
 @index_dir_option
 def search_command(query: str, as_json: bool, index_dir: Path | None, **params: Any) -> None:
     """Search the published index for QUERY (empty: every paper, newest first)."""
     settings = _settings(index_dir)
-    params = {key: value for key, value in params.items() if value not in (None, ())}
+    params = {key: value for key, value in params.items() if value not in (None, (), False)}
     request = parse_search_request({"q": query, **params}, settings)
     result = search(open_backend(settings), request)
     if as_json:
@@ -278,10 +280,30 @@ def _print_result(result: SearchResult) -> None:
             say("     ", Quoted(details))
         say("     ", *_terminal(hit.highlights["abstract"]))
         say(Quoted(f"     id: {hit.id}", dim=True))
+        if hit.explanation is not None:
+            say(Quoted(f"     why: {_why(hit.explanation)}", dim=True))
     for name, values in result.facets.items():
         if values:
             listed = ", ".join(f"{'[x] ' if v.selected else ''}{v.value} ({v.count})" for v in values)
             say(f"\n{name}: ", Quoted(listed))
+
+
+def _why(explanation: Explanation) -> str:
+    """A hit's score taken apart on one line (core.explanation): its group, then each part."""
+    words = " + ".join(f"{part.word} {part.total:.4f}" for part in explanation.words)
+    parts = [words] if words else []
+    if explanation.coordination:
+        parts.append(f"bonus for more of the words {explanation.coordination:.4f}")
+    if abs(explanation.other) >= 0.00005 or not explanation.words:
+        parts.append(f"other clauses {explanation.other:.4f}")
+    lexical = f"lexical {explanation.lexical:.4f} = {' + '.join(parts)}"
+    if explanation.meaning is None:
+        return f"{explanation.tier_label}; {lexical}"
+    best = f" ÷ {explanation.best_lexical:.4f}" if explanation.best_lexical is not None else ""
+    return (
+        f"{explanation.tier_label}; score {explanation.score:.4f} = lexical{best} + meaning {explanation.meaning:.4f} "
+        f"(similarity {explanation.similarity:.4f}); {lexical}"
+    )
 
 
 def _terminal(highlighted: str) -> list[Quoted]:

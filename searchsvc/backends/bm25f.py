@@ -88,6 +88,13 @@ def rounded(scores: Floats) -> Floats:
     return np.floor(scores * SCORE_SCALE + 0.5) / SCORE_SCALE
 
 
+def shown_word(typed: str, term: str, terms: int) -> str:
+    """How "why this result" names a scored word: as the query wrote it where it is one word of the
+    index (`memory`, not the stem `memori`), with the index's word beside it where the query's word
+    is several (`memory-efficient: effici`)."""
+    return typed if terms == 1 else f"{typed}: {term}"
+
+
 def word_parts(words: Sequence[WordInPaper], coordination: float | None, term_count: int) -> LexicalParts:
     """One paper's lexical score taken apart by word and field ("why this result", core.explanation).
 

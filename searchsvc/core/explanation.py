@@ -35,7 +35,8 @@ TIERS = (
 
 @dataclass(frozen=True)
 class WordPart:
-    """One scored word (as the index holds it: stemmed) and its part of the score in each field."""
+    """One scored word (named as the query wrote it: backends/bm25f.shown_word) and its part of the
+    score in each field."""
 
     word: str
     fields: dict[str, float]

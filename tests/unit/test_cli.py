@@ -62,6 +62,11 @@ def test_search_filters_and_human_output(runner, index_dir: Path) -> None:
     assert human.exit_code == 0
     assert "  1. Compositional Embeddings Using Complementary Partitions" in human.stdout
     assert "\nauthor: " in human.stdout and "Dheevatsa Mudigere (" in human.stdout
+    assert "why:" not in human.stdout
+    explained = invoke(runner, *args, "--explain").stdout
+    why = [line.strip() for line in explained.splitlines() if line.strip().startswith("why:")]
+    assert len(why) == 10 and why[0].startswith("why: matches every word as typed; ")
+    assert "embed" in why[0] and "composit" in why[0]  # each word's part, as the index holds it
     filtered = json.loads(
         invoke(
             runner,

@@ -50,7 +50,7 @@ class TierCandidates:
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
         rescorer = self._rescorers[tier == LAST_TIER]
         if rescorer is None or high > self._limit:
-            return self._as_rescored(tier, low, high, with_vectors, rescorer)
+            return self._cluster_chosen(tier, low, high, with_vectors, rescorer)
         return self._pooled(tier, low, high, with_vectors, rescorer, pool_size(high, self._limit))
 
     def _pooled(
@@ -61,12 +61,12 @@ class TierCandidates:
         light = self._search(tier, 0, pool, False, False, source=_TIE_FIELDS)
         scores = np.array([doc["_score"] for doc in light], dtype=np.float64)
         ordered, scores = self._rescored_head(tier, light, scores, rescorer, head=pool)
-        wanted, scores = ordered[low:high], scores[low:high]
-        docs = self._in_full(tier, wanted, with_vectors)
+        docs, kept = self._in_full(tier, ordered[low:high], with_vectors)
+        scores = scores[low:high][kept]
         vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
         return Candidates(docs, scores, catalogue_ranks(docs), vectors)
 
-    def _as_rescored(
+    def _cluster_chosen(
         self, tier: int, low: int, high: int, with_vectors: bool, rescorer: WordRescorer | None
     ) -> Candidates[Dsl]:
         """Places [low, high) as the cluster chose them: past `rescore_limit`, the page's own
@@ -94,10 +94,11 @@ class TierCandidates:
         docs: list[Dsl] = self._searches.search(body)["hits"]["hits"]
         return docs
 
-    def _in_full(self, tier: int, wanted: list[Dsl], with_vectors: bool) -> list[Dsl]:
-        """The `wanted` documents (of `_pooled`'s light search) in full, highlighted as a page is, in that order."""
+    def _in_full(self, tier: int, wanted: list[Dsl], with_vectors: bool) -> tuple[list[Dsl], np.ndarray]:
+        """The `wanted` documents (of `_pooled`'s light search) in full, highlighted as a page is, in that
+        order, and which of them were found (a write between the two requests may have removed one)."""
         if not wanted:
-            return []
+            return [], np.zeros(0, dtype=bool)
         ids = [doc["_id"] for doc in wanted]
         body = {
             "query": {"bool": {"must": self._plan.tier_query(tier), "filter": {"ids": {"values": ids}}}},
@@ -106,11 +107,12 @@ class TierCandidates:
             **page("relevance", 0, len(ids), self._highlight, with_vectors),
         }
         found = {_key(doc): doc for doc in self._searches.search(body)["hits"]["hits"]}
-        return [found[_key(doc)] for doc in wanted if _key(doc) in found]
+        kept = np.array([_key(doc) in found for doc in wanted], dtype=bool)
+        return [found[_key(doc)] for doc in wanted if _key(doc) in found], kept
 
     def lexical_parts(self, tier: int, docs: list[Dsl]) -> list[LexicalParts | None]:
         """The words' parts of the lexical scores `candidates` gave `docs` in `tier` (one request): None
-        for a document the cluster scored (a query not of plain words, a place past the pool)."""
+        for a document the cluster scored (a query not of plain words)."""
         rescorer = self._rescorers[tier == LAST_TIER]
         scored = self._rescored.get(tier, set())
         rescored = [doc for doc in docs if _key(doc) in scored]

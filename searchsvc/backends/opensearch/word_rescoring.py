@@ -38,6 +38,7 @@ class ScoredWord:
 
     term: str
     fields: tuple[str, ...]
+    shown: str  # the word as an explanation names it (bm25f.shown_word)
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,10 @@ def analysed(words: PlainWords, client: OpenSearch, index: str) -> list[ScoredWo
     docs = [{"doc": {fields[0]: text}, "fields": [fields[0]], **_NO_VECTOR_DETAIL} for text, fields in words.typed]
     answers = client.mtermvectors(index=index, body={"docs": docs})["docs"]
     scored: list[ScoredWord] = []
-    for (_, fields), answer in zip(words.typed, answers, strict=True):
+    for (text, fields), answer in zip(words.typed, answers, strict=True):
         terms = answer.get("term_vectors", {}).get(fields[0], {}).get("terms", {})
-        scored.extend(ScoredWord(term, fields) for term in terms)  # the order only moves bits that are rounded off
+        # The order only moves bits that are rounded off.
+        scored.extend(ScoredWord(term, fields, bm25f.shown_word(text, term, len(terms))) for term in terms)
     return scored
 
 
@@ -152,7 +154,7 @@ class WordRescorer:
         return [
             bm25f.word_parts(
                 [
-                    (word.term, scale, {field: float(part[row]) for field, part in in_fields.items()})
+                    (word.shown, scale, {field: float(part[row]) for field, part in in_fields.items()})
                     for word, scale, in_fields in zip(self._words, scales, frequencies, strict=True)
                 ],
                 self._coordination,

@@ -23,7 +23,7 @@ from whoosh.reading import IndexReader
 from whoosh.searching import Searcher
 
 from searchsvc.backends.analysis import SEARCH_FIELDS
-from searchsvc.backends.bm25f import COORDINATION, FIELD_WEIGHTS
+from searchsvc.backends.bm25f import COORDINATION, FIELD_WEIGHTS, shown_word
 from searchsvc.backends.whoosh.deadline_matching import CheckedPhrase, CheckedTerm, Steps
 from searchsvc.backends.whoosh.highlights import MatchedWords
 from searchsvc.backends.whoosh.lucene_scoring import CoordinatedOr, Weighted, WordInFields
@@ -137,7 +137,8 @@ class QueryCompiler:
         words = list(dict.fromkeys(self._schema[fields[0]].process_text(node.text, mode="query")))
         if len(words) > 1 and parts == "phrase":
             return _or([self._terms(field, node.text) for field in fields])
-        scored = [WordInFields(word, {field: FIELD_WEIGHTS[field] for field in fields}) for word in words]
+        weights = {field: FIELD_WEIGHTS[field] for field in fields}
+        scored = [WordInFields(word, weights, shown=shown_word(node.text, word, len(words))) for word in words]
         if not scored:
             return query.NullQuery
         if len(scored) == 1:

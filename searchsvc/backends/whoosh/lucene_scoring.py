@@ -160,10 +160,11 @@ class Weighted(WrappingQuery):
 class WordInFields(query.Query):
     """One analysed word in several fields, scored as one BM25F score."""
 
-    def __init__(self, text: str, fields: dict[str, float], boost: float = 1.0) -> None:
+    def __init__(self, text: str, fields: dict[str, float], boost: float = 1.0, shown: str | None = None) -> None:
         self.text = text
         self.fields = fields  # field → weight of an occurrence in it
         self.boost = boost
+        self.shown = text if shown is None else shown  # the word as an explanation names it (bm25f.shown_word)
 
     # Equality is identity: a word typed twice is two clauses and counts twice, as in Lucene
     # (Or.normalize would drop equal clauses).

@@ -44,7 +44,7 @@ def lexical_parts(
         }
         scale = clause.boost * idf(searcher, tuple(clause.fields), text)
         for row, found in enumerate(words):
-            found.append((clause.text, scale, {field: float(values[row]) for field, values in frequencies.items()}))
+            found.append((clause.shown, scale, {field: float(values[row]) for field, values in frequencies.items()}))
     count = 0 if plan.coordination is None else term_count(plan.clauses, postings, searcher)
     return [bm25f.word_parts(found, plan.coordination, count) for found in words]
 

@@ -55,3 +55,8 @@ def test_a_words_parts_by_field_add_up_to_its_score_and_the_bonus_to_the_coordin
 def test_a_word_the_paper_lacks_is_given_with_nothing_in_each_field() -> None:
     (missing,) = bm25f.word_parts([("graph", 2.0, {"title": 0.0, "abstract": 0.0})], None, 0).words
     assert missing.fields == {"title": 0.0, "abstract": 0.0}
+
+
+def test_a_scored_word_is_named_as_the_query_wrote_it() -> None:
+    assert bm25f.shown_word("Memory", "memori", 1) == "Memory"
+    assert bm25f.shown_word("memory-efficient", "effici", 2) == "memory-efficient: effici"

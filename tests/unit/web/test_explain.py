@@ -84,7 +84,9 @@ def test_the_page_shows_why_each_result_is_there_closed_and_escaped(client: Flas
     page = client.get("/", query_string={"q": "memory-efficient recommendation"}).get_data(as_text=True)
     assert page.count('<details class="why">') == page.count('<li class="hit">') > 0
     assert '<details class="why" open' not in page
-    assert "memori" in page and "Bonus for matching more of the words" in page
+    # Each word as the query wrote it; a word of two index words beside each of them.
+    assert "memory-efficient: memori" in page and "memory-efficient: effici" in page
+    assert ">recommendation<" in page and "Bonus for matching more of the words" in page
     assert "Phrases, wildcards" not in page  # plain words explain it all
     phrase = client.get("/", query_string={"q": '"embedding tables"'}).get_data(as_text=True)
     assert phrase.count("Phrases, wildcards, names and other clauses") == phrase.count('<li class="hit">') > 0

@@ -45,7 +45,7 @@ def test_anything_but_plain_words_keeps_the_clusters_scores(q: str) -> None:
 
 
 def test_statistics_are_read_from_the_global_aggregation() -> None:
-    aggs = statistics_aggs([ScoredWord("embed", ("title", "abstract"))])
+    aggs = statistics_aggs([ScoredWord("embed", ("title", "abstract"), "embed")])
     assert set(aggs["bm25f"]["aggs"]["papers"]["filters"]["filters"]) == {"title:embed", "abstract:embed"}
     answer = {
         "bm25f": {
@@ -83,7 +83,7 @@ class _TermVectors:
 
 def test_the_parts_of_each_score_add_up_to_it() -> None:
     """`parts` takes apart what `scores` computes, for a group of words (with the coordination bonus)."""
-    words = [ScoredWord("embed", ("title", "abstract")), ScoredWord("tabl", ("title", "abstract"))]
+    words = [ScoredWord("embed", ("title", "abstract"), "embed"), ScoredWord("tabl", ("title", "abstract"), "tables")]
     stats = WordStatistics(
         10, {("title", "embed"): 2, ("abstract", "embed"): 5, ("abstract", "tabl"): 3}, {"title": 8.0, "abstract": 90.0}
     )

@@ -1,0 +1,66 @@
+"""A rescored pool's page, asked for its ids first and then in full, keeps each paper with its own score."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from searchsvc.backends.opensearch.candidates import TierCandidates, pool_size
+from searchsvc.backends.opensearch.word_rescoring import MARGIN, POOL
+
+
+def _doc(paper: str, year: int, score: float) -> dict[str, Any]:
+    return {"_index": "papers", "_id": paper, "_score": score, "_source": {"id": paper, "year": year}}
+
+
+class _Plan:
+    post_filter: dict[str, Any] = {"match_all": {}}
+
+    def tier_query(self, tier: int) -> dict[str, Any]:
+        return {"match": {"title": "words"}}
+
+
+class _Searches:
+    """The cluster: a light search gives the pool in its own order; the search by ids leaves out `gone`."""
+
+    def __init__(self, pool: list[dict[str, Any]], gone: set[str]) -> None:
+        self.pool, self.gone, self.bodies = pool, gone, []
+
+    def search(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.bodies.append(body)
+        ids = body["query"].get("bool", {}).get("filter", {}).get("ids", {}).get("values")
+        if ids is None:
+            found = self.pool[body["from"] : body["from"] + body["size"]]
+        else:
+            found = [{**doc, "highlight": {}} for doc in self.pool if doc["_id"] in ids and doc["_id"] not in self.gone]
+        return {"hits": {"hits": found}}
+
+    def asked(self, ask: Any) -> Any:
+        return ask()
+
+
+class _Rescorer:
+    """BM25F twice the cluster's score: the cluster gives its pool in the reverse order."""
+
+    def scores(self, docs: list[dict[str, Any]]) -> np.ndarray:
+        return np.array([2.0 * doc["_score"] for doc in docs])
+
+
+def test_a_page_of_a_rescored_pool_keeps_each_paper_with_its_score_when_one_is_gone() -> None:
+    pool = [_doc(f"p{i}", 2020, float(i)) for i in range(6)]  # the cluster's order: p0 (score 0) first
+    searches = _Searches(pool, gone={"p4"})
+    tiers = TierCandidates(searches, _Plan(), True, {}, _Rescorer(), None, 3000)  # type: ignore[arg-type]
+    found = tiers.candidates(0, 0, 3, with_vectors=False)
+    # BM25F puts p5, p4, p3 first; p4 was removed between the two requests.
+    assert [doc["_id"] for doc in found.refs] == ["p5", "p3"]
+    assert found.scores.tolist() == [10.0, 6.0]
+    light, full = searches.bodies
+    assert light["_source"] == ["id", "year"] and "highlight" not in light
+    assert "highlight" in full
+
+
+def test_a_pool_is_three_times_the_page_within_its_bounds() -> None:
+    assert pool_size(10, 1500) == POOL
+    assert pool_size(310, 1500) == MARGIN * 310
+    assert pool_size(1000, 1500) == 1500
