@@ -51,7 +51,7 @@ CACHED_FREQUENCIES = 20_000
 
 _NO_IDS = np.empty(0, dtype=np.int64)
 
-Placement = tuple[tuple[str, int, int], ...]
+Placement = tuple[tuple[str, int, int], ...]  # (segment id, first document, documents) of each segment
 
 
 class Held(NamedTuple):
@@ -60,9 +60,6 @@ class Held(NamedTuple):
     docs: Ints
     weights: npt.NDArray[np.floating]
     values: list[Any]
-
-
-# (segment id, first document, documents) of each segment
 
 
 class Postings:
