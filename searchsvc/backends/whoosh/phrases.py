@@ -118,36 +118,11 @@ def _read_positions(
     return count_array, positions - np.repeat(before, found_counts)
 
 
-# Whoosh's Positions format writes a posting's value as the count (4 bytes, big-endian), then the
-# position deltas pickled with protocol 2, maybe without the final STOP: `PROTO 2`, an empty list
-# and its memo, then one int and APPEND or a MARK, ints and APPENDS (in batches of 1,000).
-_ONE = b"\x80\x02]q\x00"  # then an int and APPEND ("a")
-_MANY = b"\x80\x02]q\x00("  # then ints and APPENDS ("e")
-_BATCH = 1000  # pickle's: a longer list has a MARK and APPENDS per batch
-
-
 def _decoded(values: list[bytes]) -> tuple[Ints, Ints]:
-    """Each posting's count of positions and all their deltas in order: the ints of every value
-    joined into one pickled list, unpickled at once (a pickle.loads a posting cost most of a
-    phrase's time beside a common word), or one at a time where a value is not as expected."""
-    counts = np.frombuffer(b"".join([value[:_COUNT_BYTES] for value in values]), dtype=">u4").astype(np.int64)
-    ints = []
-    for value, count in zip(values, counts.tolist(), strict=True):
-        body = value[_COUNT_BYTES:].removesuffix(b".")
-        if count == 1 and body.startswith(_ONE) and body.endswith(b"a"):
-            ints.append(body[len(_ONE) : -1])
-        elif 1 < count <= _BATCH and body.startswith(_MANY) and body.endswith(b"e"):
-            ints.append(body[len(_MANY) : -1])
-        elif count:
-            return _one_by_one(values)
-    deltas = pickle.loads(_MANY + b"".join(ints) + b"e.")  # noqa: S301 - Whoosh's own encoding of its own files, which it unpickles too
-    if len(deltas) != counts.sum():
-        return _one_by_one(values)
-    return counts, np.array(deltas, dtype=np.int64)
-
-
-def _one_by_one(values: list[bytes]) -> tuple[Ints, Ints]:
-    """Each posting's count of positions and all their deltas, a value at a time."""
+    """Each posting's count of positions and all their deltas in order, from values as Whoosh's
+    Positions format writes them (formats.Positions.encode: the count, then the pickled deltas,
+    maybe without pickle's final STOP). Unpickling them joined into one list was tried: decoding a
+    block's values 2.4x faster changed nothing a phrase search spends (docs/performance.md)."""
     counts: list[int] = []
     deltas: list[int] = []
     for value in values:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from whoosh.formats import Positions
 
-from searchsvc.backends.whoosh import phrases
 from searchsvc.backends.whoosh.phrases import _decoded
 
 
@@ -31,11 +29,3 @@ def test_positions_decoded_at_once_are_whooshs(postings: list[list[int]], stop_k
         values = [value.removesuffix(b".") for value in values]
     counts, deltas = _decoded(values)
     assert (counts.tolist(), deltas.tolist()) == _whoosh([value.removesuffix(b".") + b"." for value in values])
-
-
-def test_values_as_whoosh_writes_them_are_unpickled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(phrases, "_one_by_one", None)  # the fallback is not taken
-    values = [Positions().encode(positions) for positions in ([3], [1, 5, 300], [70_000, 70_001])]
-    counts, deltas = _decoded(values)
-    assert counts.tolist() == [1, 3, 2]
-    assert deltas.tolist() == [3, 1, 4, 295, 70_000, 1]
