@@ -199,24 +199,8 @@ def order_slice(
         ]
     head = min(fusion.CANDIDATES, len(found.refs))
     best = float(found.scores[0])
-    similarity = fusion.similarities(found.vectors, query)
-    fused = fusion.fused(found.scores, best, similarity, weight)
-    order = np.concatenate([np.lexsort((found.ties[:head], -fused[:head])), np.arange(head, len(found.refs))])
-    nearest = np.empty(head, dtype=np.int64)  # each reordered candidate's rank by similarity, ties by lexical place
-    nearest[np.argsort(-similarity[:head], kind="stable")] = np.arange(1, head + 1)
-    return [
-        Placed(
-            found.refs[i],
-            float(fused[i]),
-            part.tier,
-            float(found.scores[i]),
-            best if best > 0 else None,
-            float(similarity[i]),
-            int(nearest[i]) if i < head else None,
-            weight,
-        )
-        for i in order[first : first + part.high - part.low]
-    ]
+    placed = _fused_placed(part.tier, found.refs, found.scores, found.ties, found.vectors, query, best, weight, head)
+    return placed[first : first + part.high - part.low]
 
 
 def _order_joined(
@@ -241,28 +225,48 @@ def _order_joined(
         pool = [Placed(refs[i], float(lexical[i]), part.tier, float(lexical[i])) for i in range(len(refs))]
         return (pool[:head] + rest + pool[head:])[part.low : part.high]
     vectors = np.concatenate([found.vectors[:head], extra.vectors])
+    first_among = head if part.tier == 0 else None  # the best of the tier's own candidates keeps place 1
+    pool = _fused_placed(part.tier, refs, lexical, ties, vectors, query, best, weight, len(refs), first_among)
+    return (pool + rest)[part.low : part.high]
+
+
+def _fused_placed(
+    tier: int,
+    refs: Sequence[Ref],
+    lexical: np.ndarray,
+    ties: np.ndarray,
+    vectors: np.ndarray,
+    query: np.ndarray,
+    best: float,
+    weight: float,
+    reordered: int,
+    first_among: int | None = None,
+) -> list[Placed[Ref]]:
+    """Every row placed with its fused score (`best`: the tier's best lexical score, the divisor):
+    the first `reordered` rows by that score, ties by `ties`, each with its similarity's rank among
+    them; the rest after them in their order. With `first_among`, place 1 goes to the best of the
+    first `first_among` rows, wherever the others put it."""
     similarity = fusion.similarities(vectors, query)
     fused = fusion.fused(lexical, best, similarity, weight)
-    order = np.lexsort((ties, -fused))
-    if part.tier == 0 and len(order) and order[0] >= head and head:
-        first = next(i for i in order if i < head)  # the best of the tier's own candidates keeps place 1
+    order = np.concatenate([np.lexsort((ties[:reordered], -fused[:reordered])), np.arange(reordered, len(refs))])
+    if first_among and len(order) and order[0] >= first_among:
+        first = next(i for i in order if i < first_among)
         order = np.concatenate([[first], order[order != first]])
-    nearest = np.empty(len(refs), dtype=np.int64)
-    nearest[np.argsort(-similarity, kind="stable")] = np.arange(1, len(refs) + 1)
-    pool = [
+    nearest = np.empty(reordered, dtype=np.int64)  # each reordered row's rank by similarity, ties by lexical place
+    nearest[np.argsort(-similarity[:reordered], kind="stable")] = np.arange(1, reordered + 1)
+    return [
         Placed(
             refs[i],
             float(fused[i]),
-            part.tier,
+            tier,
             float(lexical[i]),
             best if best > 0 else None,
             float(similarity[i]),
-            int(nearest[i]),
+            int(nearest[i]) if i < reordered else None,
             weight,
         )
         for i in order
     ]
-    return (pool + rest)[part.low : part.high]
 
 
 def rank_page(

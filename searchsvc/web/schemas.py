@@ -541,7 +541,13 @@ def _part(description: str, **kwargs: Any) -> Rounded:
 
 
 class WordPartSchema(Schema):
-    word = fields.String(required=True, metadata={"description": "A query word as the index holds it (stemmed)."})
+    word = fields.String(
+        required=True,
+        metadata={
+            "description": "A query word as the query wrote it; where it is several words of the index, each "
+            "of them after it (`memory-efficient: effici`)."
+        },
+    )
     fields_ = fields.Dict(
         data_key="fields",
         attribute="fields",
