@@ -19,7 +19,7 @@ from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import SOURCE, Plan, page
 from searchsvc.backends.opensearch.vectors import vectors_of
-from searchsvc.backends.opensearch.word_rescoring import MARGIN, POOL, WordRescorer
+from searchsvc.backends.opensearch.word_rescoring import MARGIN, POOL, WordRescorer, doc_key
 from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.paper import catalogue_key
 from searchsvc.core.ranking import LAST_TIER, Candidates
@@ -106,20 +106,20 @@ class TierCandidates:
             **self._timeout,
             **page("relevance", 0, len(ids), self._highlight, with_vectors),
         }
-        found = {_key(doc): doc for doc in self._searches.search(body)["hits"]["hits"]}
-        kept = np.array([_key(doc) in found for doc in wanted], dtype=bool)
-        return [found[_key(doc)] for doc in wanted if _key(doc) in found], kept
+        found = {doc_key(doc): doc for doc in self._searches.search(body)["hits"]["hits"]}
+        kept = np.array([doc_key(doc) in found for doc in wanted], dtype=bool)
+        return [found[doc_key(doc)] for doc in wanted if doc_key(doc) in found], kept
 
     def lexical_parts(self, tier: int, docs: list[Dsl]) -> list[LexicalParts | None]:
         """The words' parts of the lexical scores `candidates` gave `docs` in `tier` (one request): None
         for a document the cluster scored (a query not of plain words)."""
         rescorer = self._rescorers[tier == LAST_TIER]
         scored = self._rescored.get(tier, set())
-        rescored = [doc for doc in docs if _key(doc) in scored]
+        rescored = [doc for doc in docs if doc_key(doc) in scored]
         if rescorer is None or not rescored:
             return [None] * len(docs)
         parts = iter(self._searches.asked(lambda: rescorer.parts(rescored)))
-        return [next(parts) if _key(doc) in scored else None for doc in docs]
+        return [next(parts) if doc_key(doc) in scored else None for doc in docs]
 
     def _rescored_head(
         self, tier: int, docs: list[Dsl], scores: np.ndarray, rescorer: WordRescorer, head: int
@@ -127,7 +127,7 @@ class TierCandidates:
         """The first `head` documents by BM25F, ties in catalogue order; the rest as the cluster ranked them."""
         head_docs = docs[:head]
         new = self._searches.asked(lambda: rescorer.scores(head_docs))
-        self._rescored.setdefault(tier, set()).update(_key(doc) for doc in head_docs)
+        self._rescored.setdefault(tier, set()).update(doc_key(doc) for doc in head_docs)
         order = np.lexsort((catalogue_ranks(head_docs), -new))
         return [head_docs[i] for i in order] + docs[head:], np.concatenate([new[order], scores[head:]])
 
@@ -141,10 +141,6 @@ def pool_size(high: int, limit: int) -> int:
     """The cluster's first places rescored to decide a page ending at place `high` (at most
     `limit`, the `rescore_limit` setting): MARGIN times as many, at least POOL, at most `limit`."""
     return max(POOL, min(MARGIN * high, limit))
-
-
-def _key(doc: Dsl) -> tuple[str, str]:
-    return doc["_index"], doc["_id"]
 
 
 def catalogue_ranks(docs: list[Dsl]) -> np.ndarray:

@@ -121,6 +121,7 @@ class WordRescorer:
         self._coordination = bm25f.COORDINATION if grouped and len(words) > 1 else None
         self._stats = stats
         self._client = client
+        self._read: dict[tuple[str, str], dict[str, dict[str, int]]] = {}  # by document: its words per field
 
     def scores(self, docs: list[Dsl]) -> np.ndarray:
         """Each document's BM25F score, from its term vectors (one request for all of them)."""
@@ -164,6 +165,16 @@ class WordRescorer:
         ]
 
     def _counts(self, docs: list[Dsl]) -> dict[str, list[dict[str, int]]]:
+        """Each document's words and their counts, per field: those this search read already (`parts`
+        after `scores`) kept, the others in one request."""
+        missing = [doc for doc in docs if doc_key(doc) not in self._read]
+        if missing:
+            answers = self._read_counts(missing)
+            for index, doc in enumerate(missing):
+                self._read[doc_key(doc)] = {field: answers[field][index] for field in TEXT_FIELDS}
+        return {field: [self._read[doc_key(doc)][field] for doc in docs] for field in TEXT_FIELDS}
+
+    def _read_counts(self, docs: list[Dsl]) -> dict[str, list[dict[str, int]]]:
         """Each document's words and their counts, per field (one request for all of them)."""
         body = {"docs": [{"_index": doc["_index"], "_id": doc["_id"]} for doc in docs]}
         params = {
@@ -199,6 +210,11 @@ class WordRescorer:
         return bm25f.idf(
             self._stats.papers, max(self._stats.frequency.get((field, word.term), 0) for field in word.fields)
         )
+
+
+def doc_key(doc: Dsl) -> tuple[str, str]:
+    """What tells a hit document apart: its index and id."""
+    return doc["_index"], doc["_id"]
 
 
 def _terms(answer: Dsl, field: str) -> dict[str, int]:

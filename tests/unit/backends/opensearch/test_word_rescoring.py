@@ -72,8 +72,10 @@ class _TermVectors:
 
     def __init__(self, counts: list[dict[str, dict[str, int]]]) -> None:
         self.counts = counts
+        self.asked = 0
 
     def mtermvectors(self, body: dict, params: dict) -> dict:
+        self.asked += 1
         vectors = [
             {field: {"terms": {term: {"term_freq": n} for term, n in terms.items()}} for field, terms in counts.items()}
             for counts in self.counts
@@ -96,6 +98,7 @@ def test_the_parts_of_each_score_add_up_to_it() -> None:
     rescorer = WordRescorer(words, True, stats, client)  # type: ignore[arg-type]  # the one method it calls
     docs = [{"_index": "i", "_id": "a"}, {"_index": "i", "_id": "b"}]
     scores, parts = rescorer.scores(docs), rescorer.parts(docs)
+    assert client.asked == 1  # the parts are of the words `scores` read: not asked for again
     for score, found in zip(scores, parts, strict=True):
         assert sum(part.total for part in found.words) + found.coordination == pytest.approx(score, abs=1e-9)
     assert parts[0].coordination > parts[1].coordination == 0.0  # b matches one (word, field) pair: no bonus
