@@ -15,7 +15,7 @@ from searchsvc import create_app
 from searchsvc.backends.opensearch.word_rescoring import plain_words
 from searchsvc.core.query import parse
 from tests.helpers.apps import error_of
-from tests.helpers.backends import BACKENDS, BackendFactory
+from tests.helpers.backends import BACKENDS, every_backend
 from tests.helpers.explanations import assert_adds_up
 from tests.helpers.paths import SEEDS
 
@@ -58,12 +58,10 @@ SAME_ERRORS = [
 @pytest.fixture(scope="module")
 def published(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict]]:
     """Each backend's settings, the seeds published on it."""
-    factories = {kind: BackendFactory(kind, request, tmp_path_factory) for kind in BACKENDS}
     # Both rank by meaning too, from one vector store: the same vectors fused the same way.
     vectors = str(tmp_path_factory.mktemp("shared-vectors"))
-    yield {kind: made.published([SEEDS], vector_store=vectors) for kind, made in factories.items()}
-    for made in factories.values():
-        made.close()
+    with every_backend(request, tmp_path_factory) as factories:
+        yield {kind: made.published([SEEDS], vector_store=vectors) for kind, made in factories.items()}
 
 
 @pytest.fixture(scope="module")

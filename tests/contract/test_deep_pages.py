@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 
 from searchsvc import create_app
 from searchsvc.backends.opensearch.word_rescoring import POOL
-from tests.helpers.backends import BACKENDS, BackendFactory
+from tests.helpers.backends import BACKENDS, every_backend
 from tests.helpers.paths import SHARED_ACL
 
 RECORDS = 1_500  # of the ACL records analysed alike: "language" is in 400 or so
@@ -38,10 +38,8 @@ def published(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     source = tmp_path_factory.mktemp("acl") / "records.jsonl"
     with SHARED_ACL.open(encoding="utf-8") as lines:
         source.write_text("".join(islice(filter(_analysed_alike, lines), RECORDS)), encoding="utf-8")
-    factories = {kind: BackendFactory(kind, request, tmp_path_factory) for kind in BACKENDS}
-    yield {kind: made.published([source], semantic_ranking=False) for kind, made in factories.items()}
-    for made in factories.values():
-        made.close()
+    with every_backend(request, tmp_path_factory) as factories:
+        yield {kind: made.published([source], semantic_ranking=False) for kind, made in factories.items()}
 
 
 @pytest.fixture(scope="module")

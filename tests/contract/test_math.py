@@ -15,7 +15,7 @@ from searchsvc.core.tex import MATH_END, MATH_START
 from searchsvc.operations import update
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.settings import load_settings
-from tests.helpers.backends import BACKENDS, BackendFactory, Build, merged
+from tests.helpers.backends import BACKENDS, BackendFactory, Build, every_backend, merged
 from tests.helpers.records import write_jsonl
 
 SORTING = {
@@ -153,10 +153,8 @@ def test_removing_a_paper_with_math_scores_like_a_rebuild_without_it(
 
 @pytest.fixture(scope="module")
 def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, FlaskClient]]:
-    factories = {kind: BackendFactory(kind, request, tmp_path_factory) for kind in BACKENDS}
-    yield {kind: made.publish_records([SORTING, PLAIN]).test_client() for kind, made in factories.items()}
-    for made in factories.values():
-        made.close()
+    with every_backend(request, tmp_path_factory) as factories:
+        yield {kind: made.publish_records([SORTING, PLAIN]).test_client() for kind, made in factories.items()}
 
 
 @pytest.mark.parametrize("q", ["softmax", "attention map", '"n log n"', "gradient cost"])

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,19 @@ class BackendFactory:
             client = OpenSearch(hosts=self.urls)
             client.indices.delete(index=f"{_ALIAS_PREFIX}*", ignore_unavailable=True)
             client.close()
+
+
+@contextmanager
+def every_backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, BackendFactory]]:
+    """A factory for each backend (BACKENDS), closed afterwards: for tests setting them side by side."""
+    factories = {kind: BackendFactory(kind, request, tmp_path_factory) for kind in BACKENDS}
+    try:
+        yield factories
+    finally:
+        for made in factories.values():
+            made.close()
 
 
 def merged(backend: Backend) -> None:
