@@ -64,7 +64,9 @@ class OpenGeneration:
             self.order = DocOrder.of(reader, [segment for segment, _ in placed])
             self.facets: FacetIndex = FacetIndex(placed, self.order.live, previous.facets if previous else None)
             self.all_docs = self.facets.all_docs
-            self.postings: Postings = Postings(self.searcher, previous=previous.postings if previous else None)
+            self.postings: Postings = Postings(
+                self.searcher, previous=previous.postings if previous else None, directory=hold.path
+            )
             # "Did you mean" never walks the word list.
             self.vocabulary = generation_vocabulary(hold.path, self.searcher)
             self._completions: GenerationCompletions | None = None

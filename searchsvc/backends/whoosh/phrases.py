@@ -7,8 +7,9 @@ phrase's papers come from its word pairs, indexed as terms (schema.PAIR_FIELDS, 
 Elasticsearch's `index_phrases`): for two words one posting list, read as an array
 (postings.Postings); for more, the papers holding every pair, and only their positions are
 decoded to test the words' adjacency, for all of them at once. A segment holds only the pairs of
-words in more than PAIRED_ABOVE of its papers (schema.py): where a word is rarer, its pairs are
-found from the positions of the phrase's words in the rarer word's few papers. word_scores scores the
+words in more than PAIRED_ABOVE of its papers (schema.py): where a word is rarer, the phrase is
+looked for in the word sequences of the rarer word's few papers (segment_words.py), or, for a
+segment without them, found from its words' positions there. word_scores scores the
 matches as Whoosh does; both paths are tested to agree (tests/unit/backends/whoosh/
 test_word_scores.py).
 """
@@ -68,8 +69,17 @@ def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: C
                 rarer = first if frequency[first] <= frequency[second] else second
                 id_lists.append(postings.in_segment(reader, offset, field, rarer))
         candidates = _intersection(id_lists)
-        if len(candidates):
-            (found if all_paired and len(words) == 2 else unsure).append(candidates)
+        if not len(candidates):
+            continue
+        if all_paired:
+            (found if len(words) == 2 else unsure).append(candidates)
+            continue
+        sequences = postings.sequences(reader, field)  # the rarer word's few papers (PAIRED_ABOVE at most)
+        matched = None if sequences is None else sequences.holding(candidates - offset, words)
+        if matched is None:
+            unsure.append(candidates)
+        else:
+            found.append(matched + offset)
     if unsure:
         found.append(_adjacent(postings, field, words, np.concatenate(unsure), check))
     return np.sort(np.concatenate(found)) if found else _NONE

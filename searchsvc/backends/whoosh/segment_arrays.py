@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from whoosh.reading import IndexReader
 
+from searchsvc.backends.whoosh import segment_words
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS, NUMBER_FACETS
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.host import AST_LOCK
@@ -94,6 +95,7 @@ def write_missing(generation: Path) -> None:
     for path in generation.glob(f"{FILE_PREFIX}*.npz"):
         if path.name not in present:
             path.unlink()
+    segment_words.drop_unused(generation, (name[len(FILE_PREFIX) : -len(".npz")] for name in present))
 
 
 def read(generation: Path, reader: IndexReader) -> SegmentArrays:
