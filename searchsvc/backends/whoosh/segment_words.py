@@ -119,7 +119,7 @@ class SequenceWriter:
 
 
 class SegmentWords:
-    """One segment's sequences of one field, read from its file: the document ends at once (4
+    """One segment's sequences of one field, read from its file: the document ends at once (8
     bytes a document), the words of the few documents asked for as they are asked for. Not
     memory-mapped, for the reason whoosh/unmapped.py gives."""
 

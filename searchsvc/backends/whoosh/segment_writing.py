@@ -9,7 +9,8 @@ the segment's length column (now from a byte array kept while the papers are add
 a dozen calls per posting and per term to write them (now a term at a time: `term_writing`).
 The files are those Whoosh writes, byte for byte, but for the pairs of words in PAIRED_ABOVE
 papers or fewer (schema.py), left out of the terms and postings: tests/unit/backends/whoosh/
-test_segment_writing.py compares them with a segment written by `SegmentWriter`.
+test_segment_writing.py compares them with a segment written by `SegmentWriter`. Beside them, the
+segment's word sequences, for the phrases of those rarer words (segment_words.py).
 """
 
 from __future__ import annotations
