@@ -81,8 +81,11 @@ class Postings:
         limit: int = CACHED_POSTINGS,
         previous: Postings | None = None,
         directory: Path | None = None,
+        word_papers: Callable[[str], int] | None = None,
     ) -> None:
-        """`directory`: the generation's folder, where its segments' word sequences are (segment_words)."""
+        """`directory`: the generation's folder, where its segments' word sequences are (segment_words);
+        `word_papers`: a word's papers in the unstemmed fields, each field and segment added up (the
+        generation's vocabulary), which no one segment's field can exceed."""
         self._searcher = searcher
         self._reader = searcher.reader()
         self.leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]  # (segment, first doc)
@@ -105,6 +108,7 @@ class Postings:
         self._words: GenerationWords | None = None
         if directory is not None:
             self._words = GenerationWords(directory, previous._words if previous else None)
+        self._word_papers = word_papers
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
@@ -177,6 +181,11 @@ class Postings:
             if key[0]:  # a reader of no one segment has no id to key it by
                 self._frequencies.keep(key, found)
         return found
+
+    def papers_at_most(self, text: bytes) -> int | None:
+        """At least as many papers as hold the unstemmed word `text` in any one segment's field, from
+        a table in memory (no term lookup); None where there is none."""
+        return None if self._word_papers is None else self._word_papers(text.decode("utf-8"))
 
     def sequences(self, reader: IndexReader, field: str) -> SegmentWords | None:
         """One segment's (of `leaves`) word sequences of `field`, if it has them."""
