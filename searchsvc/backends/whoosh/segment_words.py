@@ -177,7 +177,8 @@ def _phrase_in(sequence: Ints, ends: Ints, hashes: Sequence[int]) -> Ints:
         matches &= sequence[offset : offset + size] == value
     begins = np.flatnonzero(matches)
     documents = np.searchsorted(ends, begins, side="right")
-    return np.unique(documents[begins + len(hashes) <= ends[documents]])
+    documents = documents[begins + len(hashes) <= ends[documents]]  # ascending, a document once per match
+    return documents[np.concatenate(([True], documents[1:] != documents[:-1]))] if len(documents) else documents
 
 
 def _read(stream: Any, size: int) -> bytes:
