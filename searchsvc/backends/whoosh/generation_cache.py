@@ -64,9 +64,14 @@ class OpenGeneration:
             self.order = DocOrder.of(reader, [segment for segment, _ in placed])
             self.facets: FacetIndex = FacetIndex(placed, self.order.live, previous.facets if previous else None)
             self.all_docs = self.facets.all_docs
-            self.postings: Postings = Postings(self.searcher, previous=previous.postings if previous else None)
             # "Did you mean" never walks the word list.
             self.vocabulary = generation_vocabulary(hold.path, self.searcher)
+            self.postings: Postings = Postings(
+                self.searcher,
+                previous=previous.postings if previous else None,
+                directory=hold.path,
+                word_papers=self.vocabulary.papers,
+            )
             self._completions: GenerationCompletions | None = None
             placement = [(segment.segment_id, offset, segment.doc_count) for segment, offset in placed]
             self.vectors: GenerationVectors = GenerationVectors(

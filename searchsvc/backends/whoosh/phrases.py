@@ -7,8 +7,9 @@ phrase's papers come from its word pairs, indexed as terms (schema.PAIR_FIELDS, 
 Elasticsearch's `index_phrases`): for two words one posting list, read as an array
 (postings.Postings); for more, the papers holding every pair, and only their positions are
 decoded to test the words' adjacency, for all of them at once. A segment holds only the pairs of
-words in more than PAIRED_ABOVE of its papers (schema.py): where a word is rarer, its pairs are
-found from the positions of the phrase's words in the rarer word's few papers. word_scores scores the
+words in more than PAIRED_ABOVE of its papers (schema.py): where a word is rarer, the phrase is
+looked for in the word sequences of the rarer word's few papers (segment_words.py), or, for a
+segment without them, found from its words' positions there. word_scores scores the
 matches as Whoosh does; both paths are tested to agree (tests/unit/backends/whoosh/
 test_word_scores.py).
 """
@@ -26,6 +27,8 @@ import numpy.typing as npt
 from searchsvc.backends.whoosh.schema import PAIR_FIELDS, PAIR_SEPARATOR, PAIRED_ABOVE
 
 if TYPE_CHECKING:
+    from whoosh.reading import IndexReader
+
     from searchsvc.backends.whoosh.postings import Postings
 
 Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
@@ -49,30 +52,66 @@ def phrase_docs(postings: Postings, field: str, words: Sequence[bytes], check: C
         if any(not len(ids) for ids in holding):
             return _NONE
         return _adjacent(postings, field, words, _intersection(holding), check)
+    # Words in PAIRED_ABOVE papers or fewer in all (the vocabulary's count): no segment holds their pairs.
+    bounds = {word: postings.papers_at_most(word) for word in words}
+    rare = {word: bound for word, bound in bounds.items() if bound is not None and bound <= PAIRED_ABOVE}
     found: list[Ints] = []  # papers holding the phrase: two words, by their pair's postings
     unsure: list[Ints] = []  # candidates whose positions decide
     for reader, offset in postings.leaves:
         check()
-        frequency = {word: postings.frequency_in(reader, field, word) for word in words}
-        if not min(frequency.values()):
-            continue
-        id_lists: list[Ints] = []
-        all_paired = True
-        for first, second in zip(words, words[1:], strict=False):
-            if min(frequency[first], frequency[second]) > PAIRED_ABOVE:
-                ids = postings.get(pairs, first + _SEPARATOR + second)[0]
-                low, high = np.searchsorted(ids, (offset, offset + reader.doc_count_all()))
-                id_lists.append(ids[low:high])
-            else:  # the segment holds no such pair: the rarer word's papers (PAIRED_ABOVE at most)
-                all_paired = False
-                rarer = first if frequency[first] <= frequency[second] else second
-                id_lists.append(postings.in_segment(reader, offset, field, rarer))
+        id_lists, all_paired = _pairs_in_segment(postings, reader, offset, field, words, rare)
         candidates = _intersection(id_lists)
-        if len(candidates):
-            (found if all_paired and len(words) == 2 else unsure).append(candidates)
+        if not len(candidates):
+            continue
+        if all_paired:
+            (found if len(words) == 2 else unsure).append(candidates)
+            continue
+        # The rarer word's few papers (PAIRED_ABOVE at most, unless the vocabulary misleads).
+        sequences = postings.sequences(reader, field) if len(candidates) <= PAIRED_ABOVE else None
+        matched = None if sequences is None else sequences.holding(candidates - offset, words)
+        if matched is None:
+            unsure.append(candidates)
+        else:
+            found.append(matched + offset)
     if unsure:
         found.append(_adjacent(postings, field, words, np.concatenate(unsure), check))
     return np.sort(np.concatenate(found)) if found else _NONE
+
+
+def _pairs_in_segment(
+    postings: Postings, reader: IndexReader, offset: int, field: str, words: Sequence[bytes], rare: dict[bytes, int]
+) -> tuple[list[Ints], bool]:
+    """The papers (global numbers) of each pair of the phrase in one segment: the pair's postings
+    where the segment holds it, else the rarer word's papers, a superset (none past a pair found
+    in none); and whether every pair was held. A word of `rare` costs no lookup of its frequency
+    in the segment, whose term table answers in ~90 µs."""
+    pairs = PAIR_FIELDS[field]
+    frequency: dict[bytes, int] = {}
+
+    def papers(word: bytes) -> int:
+        if word not in frequency:
+            frequency[word] = postings.frequency_in(reader, field, word)
+        return frequency[word]
+
+    id_lists: list[Ints] = []
+    all_paired = True
+    for first, second in zip(words, words[1:], strict=False):
+        if first in rare or second in rare:
+            rarer = min((word for word in (first, second) if word in rare), key=rare.__getitem__)
+        elif min(papers(first), papers(second)) > PAIRED_ABOVE:
+            ids = postings.get(pairs, first + _SEPARATOR + second)[0]
+            low, high = np.searchsorted(ids, (offset, offset + reader.doc_count_all()))
+            id_lists.append(ids[low:high])
+            continue
+        else:
+            rarer = first if papers(first) <= papers(second) else second
+            if not papers(rarer):
+                return [_NONE], False
+        all_paired = False
+        id_lists.append(postings.in_segment(reader, offset, field, rarer))
+        if not len(id_lists[-1]):
+            break
+    return id_lists, all_paired
 
 
 def _intersection(id_lists: Sequence[Ints]) -> Ints:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
@@ -19,6 +20,7 @@ from whoosh.searching import Searcher
 from searchsvc.backends import bm25f
 from searchsvc.backends.whoosh.posting_blocks import Block, all_postings, blocks, postings
 from searchsvc.backends.whoosh.posting_blocks import Postings as BlockPostings
+from searchsvc.backends.whoosh.segment_words import GenerationWords, SegmentWords
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer]  # document numbers (int32 as cached, int64 as computed)
@@ -73,7 +75,17 @@ class Postings:
     its first use, with only the new segments read. Read again, the common words of a pasted
     sentence took a worker's first searches after every change at 300,000 papers 2x as long."""
 
-    def __init__(self, searcher: Searcher, limit: int = CACHED_POSTINGS, previous: Postings | None = None) -> None:
+    def __init__(
+        self,
+        searcher: Searcher,
+        limit: int = CACHED_POSTINGS,
+        previous: Postings | None = None,
+        directory: Path | None = None,
+        word_papers: Callable[[str], int] | None = None,
+    ) -> None:
+        """`directory`: the generation's folder, where its segments' word sequences are (segment_words);
+        `word_papers`: a word's papers in the unstemmed fields, each field and segment added up (the
+        generation's vocabulary), which no one segment's field can exceed."""
         self._searcher = searcher
         self._reader = searcher.reader()
         self.leaves = [(leaf.reader(), offset) for leaf, offset in searcher.leaf_searchers()]  # (segment, first doc)
@@ -93,6 +105,10 @@ class Postings:
                 self._cache, self._cached = OrderedDict(previous._cache), previous._cached
             self._blocks, self._headers = previous._blocks.copy(), previous._headers.copy()
             self._frequencies = previous._frequencies.copy()
+        self._words: GenerationWords | None = None
+        if directory is not None:
+            self._words = GenerationWords(directory, previous._words if previous else None)
+        self._word_papers = word_papers
         self._limit = limit
         self._lengths: dict[str, Floats] = {}
         self.doc_count = self._reader.doc_count_all()
@@ -165,6 +181,18 @@ class Postings:
             if key[0]:  # a reader of no one segment has no id to key it by
                 self._frequencies.keep(key, found)
         return found
+
+    def papers_at_most(self, text: bytes) -> int | None:
+        """At least as many papers as hold the unstemmed word `text` in any one segment's field, from
+        a table in memory (no term lookup); None where there is none."""
+        return None if self._word_papers is None else self._word_papers(text.decode("utf-8"))
+
+    def sequences(self, reader: IndexReader, field: str) -> SegmentWords | None:
+        """One segment's (of `leaves`) word sequences of `field`, if it has them."""
+        segment = _segment_id(reader)
+        if self._words is None or not segment:
+            return None
+        return self._words.of(segment, field, reader.doc_count_all())
 
     def in_segment(self, reader: IndexReader, offset: int, field: str, text: bytes) -> Ints:
         """The papers (global document numbers) of one segment (of `leaves`) holding `text`, for a

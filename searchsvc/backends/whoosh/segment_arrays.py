@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from whoosh.reading import IndexReader
 
+from searchsvc.backends.whoosh import segment_words
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS, NUMBER_FACETS
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.host import AST_LOCK
@@ -79,21 +80,23 @@ def of_segment(reader: IndexReader) -> SegmentArrays:
 
 def write_missing(generation: Path) -> None:
     """Write the arrays of each segment of `generation` that has none (a rebuild: all of them;
-    an update: its new segment), and drop those of segments merged away, before it is published."""
+    an update: its new segment), and drop the files of segments merged away, before it is published."""
     ix = open_index(generation)
     try:
         with ix.reader() as reader:
-            present = set()
+            segment_ids = set()
             for leaf, _offset in leaves(reader):
                 segment_id = leaf.segment().segment_id()
-                present.add(file_name(segment_id))
+                segment_ids.add(segment_id)
                 if not (generation / file_name(segment_id)).exists():
                     _save(generation / file_name(segment_id), of_segment(leaf))
     finally:
         ix.close()
+    present = {file_name(segment_id) for segment_id in segment_ids}
     for path in generation.glob(f"{FILE_PREFIX}*.npz"):
         if path.name not in present:
             path.unlink()
+    segment_words.drop_unused(generation, segment_ids)  # a segment's word sequences go with it
 
 
 def read(generation: Path, reader: IndexReader) -> SegmentArrays:

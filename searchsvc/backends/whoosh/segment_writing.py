@@ -9,7 +9,8 @@ the segment's length column (now from a byte array kept while the papers are add
 a dozen calls per posting and per term to write them (now a term at a time: `term_writing`).
 The files are those Whoosh writes, byte for byte, but for the pairs of words in PAIRED_ABOVE
 papers or fewer (schema.py), left out of the terms and postings: tests/unit/backends/whoosh/
-test_segment_writing.py compares them with a segment written by `SegmentWriter`.
+test_segment_writing.py compares them with a segment written by `SegmentWriter`. Beside them, the
+segment's word sequences, for the phrases of those rarer words (segment_words.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from whoosh.writing import SegmentWriter
 
 from searchsvc.backends.whoosh.analysed_text import AnalysedText, SpellingCounts
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS, PAIR_SEPARATOR, PAIRED_ABOVE
+from searchsvc.backends.whoosh.segment_words import SequenceWriter
 from searchsvc.backends.whoosh.term_pool import Postings, TermPool
 from searchsvc.backends.whoosh.term_writing import write_postings
 
@@ -52,6 +54,8 @@ class PaperSegmentWriter(SegmentWriter):
         self.pool: Any = TermPool(self._tempstorage, limitmb)  # Whoosh's PostingPool, replaced
         self._lengths: dict[str, bytearray] = {}  # field → each document's length byte
         self._paired: dict[str, frozenset[bytes]] = {}  # pair field → words whose pairs are made (`expect`)
+        segment_id = self.newsegment.segment_id()  # each field's word sequences, for phrases of rarer words
+        self._sequences = {field: SequenceWriter(self.storage, segment_id, field) for field in PAIR_FIELDS}
 
     def expect(self, texts: Iterable[dict[str, str]]) -> None:
         """Told the texts of every paper the segment will hold (their fields by name) before they are
@@ -90,6 +94,8 @@ class PaperSegmentWriter(SegmentWriter):
                             length = max(len(text.words) - 1, 0)  # every pair, made or not, as Whoosh counts them
                         else:
                             length = self.pool.add(name, getattr(text, kind)(), docnum)
+                            if name in self._sequences:
+                                self._sequences[name].add(docnum, text.words)
                     if not field.scorable:
                         length = 0
                     elif length:
@@ -115,8 +121,11 @@ class PaperSegmentWriter(SegmentWriter):
 
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
-        write_postings(self.fieldwriter, self.schema, pairs_of_common_words(self.pool.postings()), self._lengths)
+        terms = _noting_words(pairs_of_common_words(self.pool.postings()), self._sequences)
+        write_postings(self.fieldwriter, self.schema, terms, self._lengths)
         self.fieldwriter.close()
+        for sequences in self._sequences.values():
+            sequences.finish(self.docnum)
 
 
 def pairs_of_common_words(postings: Iterator[Postings]) -> Iterator[Postings]:
@@ -133,4 +142,12 @@ def pairs_of_common_words(postings: Iterator[Postings]) -> Iterator[Postings]:
             first, _, second = term.partition(_SEPARATOR)
             if first not in words or second not in words:
                 continue
+        yield found
+
+
+def _noting_words(postings: Iterator[Postings], sequences: dict[str, SequenceWriter]) -> Iterator[Postings]:
+    """`postings`, each term of a field with word sequences told to their writer on the way."""
+    for found in postings:
+        if found[0] in sequences:
+            sequences[found[0]].note_term(found[1])
         yield found

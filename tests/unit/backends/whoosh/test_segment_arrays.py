@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, segment_arrays
+from searchsvc.backends.whoosh import WhooshBackend, segment_arrays, segment_words
 from searchsvc.backends.whoosh.facets import ValueTable
 from searchsvc.backends.whoosh.generations import FILES, MANIFEST, GenerationStore
+from searchsvc.backends.whoosh.schema import PAIR_FIELDS
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.updates import MAX_SMALL_SEGMENTS
 from searchsvc.core.facet_order import alphabetical_key
@@ -41,16 +42,29 @@ def _answer(backend) -> list[object]:  # type: ignore[no-untyped-def]
     return [[hit.id for hit in found.hits], found.facets]
 
 
-def test_every_segment_has_its_arrays_and_a_merged_segment_loses_them(
+def _word_files(generation: Path) -> set[str]:
+    return {path.name for path in generation.glob(f"{segment_words.FILE_PREFIX}*")}
+
+
+def _expected_word_files(generation: Path) -> set[str]:
+    return {segment_words.file_name(s, field) for s in _segment_files(generation) for field in PAIR_FIELDS}
+
+
+def test_every_segment_has_its_arrays_and_word_sequences_and_a_merged_segment_loses_them(
     make_index: MakeIndex, index_dir: Path, tmp_path: Path
 ) -> None:
     backend = make_index(made_up_papers("wombat", 30), semantic_ranking=False)
     assert _array_files(_generation(index_dir)) == _segment_files(_generation(index_dir))
+    assert _word_files(_generation(index_dir)) == _expected_word_files(_generation(index_dir))
     for number in range(MAX_SMALL_SEGMENTS + 2):  # enough small segments to be merged into one
         update.add(backend, [write_jsonl(tmp_path / f"{number}.jsonl", made_up_papers(f"numbat{number}", 1))])
         generation = _generation(index_dir)
         assert _array_files(generation) == _segment_files(generation)
+        assert _word_files(generation) == _expected_word_files(generation)
     assert len(_segment_files(generation)) < MAX_SMALL_SEGMENTS  # the merge happened
+    # The merged papers' phrases are found from the merged segment's sequences.
+    assert [hit.id for hit in search(backend, SearchRequest(q='"the numbat0 lattice"')).hits] == ["numbat0-00"]
+    assert search(backend, SearchRequest(q='"lattice numbat0"')).total == 0
 
 
 def test_a_reopen_reads_only_the_new_segment(

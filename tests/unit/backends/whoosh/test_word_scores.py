@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, word_scores
+from searchsvc.backends.whoosh import WhooshBackend, phrases, posting_blocks, segment_words, word_scores
 from searchsvc.backends.whoosh.compiling import QueryCompiler
 from searchsvc.backends.whoosh.postings import Postings
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS, PAIR_FIELDS, PAIRED_ABOVE
@@ -213,6 +213,72 @@ def test_a_pair_with_a_rare_word_is_not_indexed_and_is_found_by_position(acl_bac
         assert phrases.phrase_docs(postings, "abstract_exact", words, lambda: None).tolist() == expected, phrase
         assert expected, phrase
     assert left_out >= 5
+
+
+def _rare_word_phrases(postings: Postings, records: list[dict], count: int) -> list[list[bytes]]:
+    """Runs of two to four abstract words, each with a word in PAIRED_ABOVE papers of a segment or
+    fewer: no segment holds all of its pairs."""
+    rng = random.Random(5)
+    chosen: list[list[bytes]] = []
+    while len(chosen) < count:
+        words = [w.encode() for w in re.findall(r"[a-z]+", (rng.choice(records).get("abstract") or "").lower())]
+        size = rng.choice((2, 2, 3, 4))
+        if len(words) < size:
+            continue
+        start = rng.randrange(len(words) - size + 1)
+        phrase = words[start : start + size]
+        if any(
+            min(postings.frequency_in(leaf, "abstract_exact", word) for word in phrase) <= PAIRED_ABOVE
+            for leaf, _offset in postings.leaves
+        ):
+            chosen.append(phrase)
+    return chosen
+
+
+def test_a_phrase_with_a_rarer_word_is_found_in_its_papers_words_without_positions(
+    acl_backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a segment holds no pair of the phrase's rarer word, the phrase is looked for in that
+    word's papers' word sequences (segment_words.py): no posting block of a common word is read,
+    and the papers are Whoosh's phrase matcher's."""
+    from whoosh import query
+
+    backend, records = acl_backend
+    gen = backend._generations.get()
+    postings, searcher = gen.postings, gen.searcher
+    phrases_found = 0
+    with monkeypatch.context() as patched:
+        patched.setattr(postings, "at", lambda *args: pytest.fail("a rarer word's phrase read positions"))
+        for words in [b"with bayesian".split(), b"the penn treebank".split()] + _rare_word_phrases(
+            postings, records, 60
+        ):
+            found = phrases.phrase_docs(postings, "abstract_exact", words, lambda: None).tolist()
+            expected = sorted(searcher.docs_for_query(query.Phrase("abstract_exact", [w.decode() for w in words])))
+            assert found == expected, words
+            phrases_found += bool(found)
+    assert phrases_found > 50
+
+
+def test_a_word_sharing_its_hash_leaves_the_phrase_to_positions(acl_backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment's words are hashed; where the phrase's word shares its hash with another word of
+    the segment, the sequences cannot tell them apart and the positions decide."""
+    from whoosh import query
+
+    backend, _ = acl_backend
+    postings = backend._generations.get().postings
+    for leaf, _offset in postings.leaves:
+        sequences = postings.sequences(leaf, "abstract_exact")
+        assert sequences is not None
+        monkeypatch.setattr(sequences, "shared", frozenset({segment_words.word_hash(b"treebank")}))
+    read = []
+    at = postings.at
+    monkeypatch.setattr(postings, "at", lambda *args: read.append(args[1]) or at(*args))
+    words = [b"penn", b"treebank"]
+    expected = sorted(
+        backend._generations.get().searcher.docs_for_query(query.Phrase("abstract_exact", ["penn", "treebank"]))
+    )
+    assert phrases.phrase_docs(postings, "abstract_exact", words, lambda: None).tolist() == expected
+    assert expected and b"treebank" in read
 
 
 def test_words_and_phrases_take_the_numpy_path_and_others_do_not(acl_backend) -> None:
