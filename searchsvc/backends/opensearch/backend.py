@@ -347,8 +347,9 @@ class OpenSearchBackend:
     def suggest(self, start: Typed, narrowing: SearchRequest, tree: Node | None, limit: int) -> list[Suggestion]:
         """Completions of the query's last word: words, then authors (suggesting.py)."""
         among = search_bodies.plan(narrowing, tree).narrowed()
-        found = suggestions(self.searches, start, among, limit, self._timeout)
-        self._deadline().check()
+        deadline = self._deadline()
+        found = suggestions(self.searches, start, among, limit, self._timeout, deadline.check)
+        deadline.check()
         return found
 
     def paper(self, paper_id: str) -> Paper:
