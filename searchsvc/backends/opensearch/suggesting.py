@@ -31,7 +31,7 @@ def suggestions(
     counted among the papers `among` matches. `timeout` gives each request what is left of the
     request's budget; `check` raises once it is spent."""
     authors_body = {**search_bodies.author_completions(start.prefix, limit, among), **timeout()}
-    buckets = searches.search(authors_body)["aggregations"]["authors"]["buckets"]
+    buckets = searches.search(authors_body, scored=False)["aggregations"]["authors"]["buckets"]
     names = [(bucket["shown"]["buckets"][0]["key"], bucket["doc_count"]) for bucket in buckets]
     authors = [(name, papers) for name, papers in names if has_word_starting(name, start.prefix)]
     words = _completed_words(searches, start.prefix, among, timeout, check)
@@ -46,8 +46,8 @@ def _completed_words(
     if not found:
         return []
     check()
-    counted = searches.search({**search_bodies.word_papers(found, among), **timeout()})["aggregations"]["papers"]
-    buckets = counted["buckets"]
+    counted = searches.search({**search_bodies.word_papers(found, among), **timeout()}, scored=False)
+    buckets = counted["aggregations"]["papers"]["buckets"]
     papers = {word: sum(buckets[f"{field}:{word}"]["doc_count"] for field in TEXT_FIELDS) for word in found}
     return [(word, count) for word, count in papers.items() if count and suggestible(word)]
 
@@ -64,7 +64,7 @@ def _found_words(
         if body is None:
             break
         check()
-        answer = searches.search({**body, **timeout()})
+        answer = searches.search({**body, **timeout()}, scored=False)
         sample = answer["aggregations"]["sample"]
         listed = [[bucket["key"] for bucket in sample[field]["buckets"]] for field in TEXT_FIELDS]
         new = {word for words in listed for word in words} - found

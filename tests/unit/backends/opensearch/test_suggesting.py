@@ -24,7 +24,8 @@ class Cluster:
         self.rounds = iter(rounds)
         self.bodies: list[dict[str, Any]] = []
 
-    def search(self, body: dict[str, Any]) -> dict[str, Any]:
+    def search(self, body: dict[str, Any], scored: bool = True) -> dict[str, Any]:
+        assert not scored  # a sample of constant-score matches and counts: no word statistics needed
         self.bodies.append(body)
         aggs = body["aggs"]
         if "authors" in aggs:
