@@ -221,7 +221,7 @@ class _Scrape:
 
 def index_state(backend: Backend) -> Iterable[Metric]:
     """Gauges of the index this process serves, from `backend.status()` (one pointer check on
-    Whoosh; three small requests on OpenSearch)."""
+    Whoosh; a few small requests on OpenSearch, its deleted copies' `_stats` among them)."""
     up = GaugeMetricFamily("searchsvc_index_up", "1 if this process has a readable published index, else 0")
     try:
         status = backend.status()
