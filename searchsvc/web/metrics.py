@@ -221,7 +221,7 @@ class _Scrape:
 
 def index_state(backend: Backend) -> Iterable[Metric]:
     """Gauges of the index this process serves, from `backend.status()` (one pointer check on
-    Whoosh; three small requests on OpenSearch)."""
+    Whoosh; a few small requests on OpenSearch, its deleted copies' `_stats` among them)."""
     up = GaugeMetricFamily("searchsvc_index_up", "1 if this process has a readable published index, else 0")
     try:
         status = backend.status()
@@ -251,6 +251,13 @@ def index_state(backend: Backend) -> Iterable[Metric]:
         )
         embedded.add_metric([], float(status["embedded_papers"]))
         found.append(embedded)
+    if "deleted_copies" in status:  # OpenSearch: what the background merge has yet to drop
+        deleted = GaugeMetricFamily(
+            "searchsvc_deleted_copies",
+            "Old copies of rewritten papers the index still holds (scores settle at 0): OpenSearch only",
+        )
+        deleted.add_metric([], float(status["deleted_copies"]))
+        found.append(deleted)
     built = _timestamp(status.get("built_at"))
     if built is not None:
         built_at = GaugeMetricFamily(

@@ -812,6 +812,13 @@ class StatusSchema(Schema):
         required=True,
         metadata={"description": "on; pending while a rebuild embeds the papers (lexical until then); off."},
     )
+    deleted_copies = fields.Integer(
+        metadata={
+            "description": "OpenSearch only: old copies of papers a write or the embedding after it rewrote, still in "
+            "the index's segments (every shard copy counted) until the merge started after the write drops them. "
+            "Lucene counts them in word statistics, so scores differ slightly from a fresh build's until this is 0."
+        },
+    )
     encoder = fields.String(
         metadata={
             "description": "What embeds queries and papers, when ranking by meaning is on: bge-small-int8, "

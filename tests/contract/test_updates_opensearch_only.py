@@ -395,3 +395,30 @@ def test_a_merge_killed_or_outlived_by_its_index_breaks_no_write_and_no_rebuild(
     report = rebuild(backend, [base, *files])  # deletes the index it merges
     assert outlived.wait(timeout=300) == 0
     assert backend.published() == report.generation and cluster.indices.exists(index=report.generation)
+
+
+def test_the_copies_a_rebuild_s_embedding_rewrote_are_counted_until_the_merge_drops_them(
+    factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
+) -> None:
+    """Issue #34, item 4: a rebuild publishes its papers, then `embed` rewrites each new one with its
+    vector, leaving a deleted copy per paper and shard copy that Lucene counts in word statistics.
+    `status()` counts them (`/readyz`, `/metrics`, `searchsvc status`), so what is left to merge is
+    seen, and waited for, until the merge the embedding started drops them: then scores are a fresh
+    load's."""
+    records = Records(seed=34)
+    base = write_jsonl(tmp_path / "base.jsonl", [records.new() for _ in range(100)])
+    vectors = str(tmp_path / "vectors")  # empty: every paper is embedded, and rewritten, after publishing
+    held = factory.overrides(vector_store=vectors, opensearch_merge_wait_s=0)  # no merge yet: the count holds
+    backend = OpenSearchBackend(load_settings(held, environ={}))
+
+    report = rebuild(backend, [base])
+    index = backend.generations.serving()
+    left = backend.status()["deleted_copies"]
+
+    assert report.embedded == 100
+    assert left == merging.deleted(cluster, index) >= 100  # a copy per paper, on each shard copy
+    assert create_app(held).test_client().get("/readyz").get_json()["deleted_copies"] == left
+    assert merging.start(load_settings({**held, "opensearch_merge_wait_s": 60}, environ={})) is not None
+    merged(backend)
+    assert backend.status()["deleted_copies"] == 0
+    assert_same_answers(backend, rebuilt(factory, [base], vectors))

@@ -19,7 +19,7 @@ from opensearchpy import OpenSearch
 
 from searchsvc import create_app
 from searchsvc.backends import Backend, open_backend
-from searchsvc.backends.opensearch import OpenSearchBackend, merging
+from searchsvc.backends.opensearch import OpenSearchBackend
 from searchsvc.operations.rebuild import rebuild
 from searchsvc.settings import Settings, load_settings
 from tests.helpers.records import write_jsonl
@@ -96,9 +96,10 @@ def every_backend(
 
 
 def merged(backend: Backend) -> None:
-    """Wait until the cluster has merged away the deleted copies the backend's updates left (a
-    process of their own does, after the answer: backends/opensearch/merging.py), polling the index's
-    deleted-document count; then scores are a fresh load's. Whoosh leaves no deleted copies.
+    """Wait until the cluster has merged away the deleted copies the backend's updates, and the
+    embedding after an update or a rebuild, left (a process of their own does, after the answer:
+    backends/opensearch/merging.py), polling the count `status()` gives (`deleted_copies`); then
+    scores are a fresh load's. Whoosh leaves no deleted copies.
 
     The refresh at the end is the one the index makes on its own within a second (or at the next
     search of a shard idle for searches): a comparison right after must not race it."""
@@ -106,7 +107,7 @@ def merged(backend: Backend) -> None:
         return
     index = backend.generations.serving()
     deadline = time.monotonic() + _MERGE_TIMEOUT
-    while left := merging.deleted(backend.client, index):
+    while left := backend.status()["deleted_copies"]:
         assert time.monotonic() < deadline, f"{left} deleted copies still in {index} after {_MERGE_TIMEOUT:.0f} s"
         time.sleep(0.5)
     backend.client.indices.refresh(index=index)

@@ -20,6 +20,9 @@ T = TypeVar("T")
 # Scores from the whole index's word statistics, not each shard's: with per-shard statistics
 # the same paper scores differently depending on its shard, and small indexes rank at random.
 SEARCH_TYPE = "dfs_query_then_fetch"
+# For a search whose scores nothing reads: the statistics round trip gathers every word a prefix or
+# a regular expression matches, which tripled a suggestion's word sample (docs/decisions.md).
+UNSCORED = "query_then_fetch"
 _WHOLE_ANSWERS = {"allow_partial_search_results": "false"}  # a search missing shards is an error
 _RETRIES = 2
 _RETRY_PAUSE = 0.1  # seconds, times the attempt
@@ -34,10 +37,13 @@ class AliasSearches:
         self.where = where
         self.check = check  # raises IndexUnavailable when the alias names an index that cannot be searched
 
-    def search(self, body: Dsl) -> dict[str, Any]:
+    def search(self, body: Dsl, scored: bool = True) -> dict[str, Any]:
+        """The answer to `body`; unless `scored`, without the whole index's word statistics (for
+        aggregations, totals and samples of constant-score matches, whose scores nothing reads)."""
+        search_type = SEARCH_TYPE if scored else UNSCORED
         return self.asked(
             lambda: check_response(
-                self.client.search(index=self.alias, body=body, search_type=SEARCH_TYPE, params=_WHOLE_ANSWERS)
+                self.client.search(index=self.alias, body=body, search_type=search_type, params=_WHOLE_ANSWERS)
             )
         )
 

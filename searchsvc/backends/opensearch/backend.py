@@ -252,11 +252,14 @@ class OpenSearchBackend:
     # Reading --------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The published index's metadata, its papers, and whether they are ranked by meaning
-        too ("pending" while some paper has no vector yet)."""
+        """The published index's metadata, its papers, whether they are ranked by meaning too
+        ("pending" while some paper has no vector yet), and the deleted copies its shards still
+        hold: old copies of papers an update or `embed` rewrote, counted in word statistics until
+        the merge started after the write drops them (merging.py). Scores are a fresh load's at 0."""
         with cluster_errors(self._where):
             index, mapping = self.generations.serving_mapping()
             count = self.client.count(index=self.alias)["count"]
+            deleted = merging.deleted(self.client, index)
         semantic, embedded = "off", {}
         if self.settings.semantic_ranking:
             encoder = encoder_status(self.settings)  # loaded before the first search; a missing model: 503
@@ -267,7 +270,9 @@ class OpenSearchBackend:
         meta.pop("mapping_version", None)
         meta.pop(updates.PENDING, None)
         generation = updates.label(index, meta)
-        return dict(meta, generation=generation, doc_count=count, semantic_ranking=semantic, **embedded)
+        return dict(
+            meta, generation=generation, doc_count=count, deleted_copies=deleted, semantic_ranking=semantic, **embedded
+        )
 
     @contextmanager
     def answer(
@@ -347,8 +352,9 @@ class OpenSearchBackend:
     def suggest(self, start: Typed, narrowing: SearchRequest, tree: Node | None, limit: int) -> list[Suggestion]:
         """Completions of the query's last word: words, then authors (suggesting.py)."""
         among = search_bodies.plan(narrowing, tree).narrowed()
-        found = suggestions(self.searches, start, among, limit, self._timeout)
-        self._deadline().check()
+        deadline = self._deadline()
+        found = suggestions(self.searches, start, among, limit, self._timeout, deadline.check)
+        deadline.check()
         return found
 
     def paper(self, paper_id: str) -> Paper:

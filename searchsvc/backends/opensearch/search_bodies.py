@@ -33,10 +33,19 @@ FOLDED_FIELDS = {"subject": f"subjects.{FOLDED}", "author": f"authors.{FOLDED}",
 # Values fetched per facet before the display order is applied: the cluster orders ties by
 # raw bytes, the service case-insensitively, so a few more than shown must come back.
 FACET_HEADROOM = 10
-WORD_SAMPLE = 200  # papers per shard whose text word completions are read from
-# Words of the sample listed, then counted exactly: significant_text lists by significance, not
+WORD_SAMPLE = 200  # papers per shard whose text one round of word completions reads
+# Words of a sample listed, then counted exactly: significant_text lists by significance, not
 # papers, so as many as a short prefix may start in a sample, not only a page's worth.
 SAMPLED_WORDS = 200
+# Words counted at most per key press (a `filters` aggregation checks each narrowed paper against
+# each word and field): the first round's two fields' worth, shared by the rounds after it.
+COUNTED_WORDS = 2 * SAMPLED_WORDS
+# Rounds of word completions at most per key press: each samples only papers holding a word no
+# earlier round found, so a word in one paper is found once the papers before it are read.
+WORD_ROUNDS = 4
+# The longest regular expression a search may send: OpenSearch's `index.max_regex_length` default.
+# The words found so far are left out by name, so later rounds stop once they no longer fit.
+REGEX_CHARS = 1000
 _BY_YEAR = {"order": "desc", "missing": "_last"}
 SORTS = {
     # Ties go to the newer paper, then the id: core.paper.catalogue_key, as on the Whoosh backend.
@@ -207,22 +216,31 @@ def author_completions(folded_prefix: str, limit: int, among: Dsl) -> Dsl:
     }
 
 
-def word_completions(folded_prefix: str, among: Dsl) -> Dsl:
-    """Words of titles and abstracts starting with `folded_prefix`, found in a sample of the papers
-    `among` matches holding one. `.exact` is a text field without fielddata, so its words cannot
-    be listed by a terms aggregation; `significant_text` re-reads the text of the sample instead,
-    so a rare word outside it can be missed. Its `bg_count` counts deleted copies of updated papers too,
-    so the papers per word are counted by `word_papers`."""
-    include = f"{_regexp_literal(folded_prefix)}.*"
+def word_completions(folded_prefix: str, among: Dsl, found: list[str], size: int) -> Dsl | None:
+    """Words of titles and abstracts starting with `folded_prefix`, other than those `found`
+    already, read from a sample of the papers `among` matches holding one (at most `size` a
+    field); None when the words found no longer fit a regular expression (`REGEX_CHARS`).
+
+    `.exact` is a text field without fielddata, so its words cannot be listed by a terms
+    aggregation; `significant_text` re-reads the text of the sample instead. A sample holds
+    `WORD_SAMPLE` papers a shard, so a word held by papers outside it is missed in this round;
+    leaving the words found out of the query and the listing makes the next round sample only
+    papers holding a word not found yet. The total says whether any such paper was left out.
+    `bg_count` counts deleted copies of updated papers too, so papers are counted by `word_papers`."""
+    words = _unfound_words(folded_prefix, found)
+    if len(words) > REGEX_CHARS:
+        return None
+    regexp = {"value": words, "flags": "INTERSECTION|COMPLEMENT"}
     return {
         "query": {
             "bool": {
                 "filter": [among],
-                "should": [{"prefix": {f"{field}.{EXACT}": folded_prefix}} for field in TEXT_FIELDS],
+                "should": [{"regexp": {f"{field}.{EXACT}": regexp}} for field in TEXT_FIELDS],
                 "minimum_should_match": 1,
             }
         },
         "size": 0,
+        "track_total_hits": True,
         "aggs": {
             "sample": {
                 "sampler": {"shard_size": WORD_SAMPLE},
@@ -231,9 +249,9 @@ def word_completions(folded_prefix: str, among: Dsl) -> Dsl:
                         "significant_text": {
                             "field": f"{field}.{EXACT}",
                             "source_fields": [field],
-                            "include": include,
-                            "size": SAMPLED_WORDS,
-                            # Every word of the sample (up to SAMPLED_WORDS): the default heuristic drops
+                            "include": words,
+                            "size": size,
+                            # Every word of the sample (up to `size`): the default heuristic drops
                             # those no more frequent in the sample than in all papers.
                             "percentage": {},
                             "min_doc_count": 1,
@@ -245,6 +263,15 @@ def word_completions(folded_prefix: str, among: Dsl) -> Dsl:
             }
         },
     }
+
+
+def _unfound_words(folded_prefix: str, found: list[str]) -> str:
+    """A regular expression (Lucene's syntax) of the words starting with `folded_prefix` but `found`."""
+    start = _regexp_literal(folded_prefix)
+    if not found:
+        return f"{start}.*"
+    ends = "|".join(f"({_regexp_literal(word[len(folded_prefix) :])})" for word in found)
+    return f"{start}(.*&~({ends}))"
 
 
 def word_papers(words: list[str], among: Dsl) -> Dsl:
