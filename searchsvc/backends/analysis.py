@@ -1,25 +1,56 @@
 """How both engines read text and score it, so a query means and ranks the same on either.
 
-The Whoosh schema and the OpenSearch mapping are each built from these: the same stop
-words, searched fields and BM25 parameters (docs/relevance.md says how they were chosen).
-Field boosts differ by engine, because the engines combine fields differently, and so does
-the word pattern (WORD_PATTERN).
+The Whoosh schema and the OpenSearch mapping are each built from these: the same words
+(WORD_PATTERN), folding (`folded`), stop words, searched fields and BM25 parameters
+(docs/relevance.md says how they were chosen). Field boosts differ by engine, because the
+engines combine fields differently.
+
+Which characters make a word and what each becomes when folded are Lucene's, read from a test
+cluster's own components into `analysis.json` (opensearch/lucene_analysis.py makes it): the
+cluster folds with its `lowercase` and `asciifolding` filters, Whoosh with the same table in one
+`str.translate`, and both split words by the same explicit character class, so neither Java's
+nor Python's Unicode version decides what a word is.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from searchsvc.core.query import TEXT_FIELDS
 
 SEARCH_FIELDS = TEXT_FIELDS  # what a free-text query searches
-# A word on OpenSearch. whoosh-reloaded's RegexTokenizer keeps `*` inside words as well
-# (`[\w\*]+(\.?[\w\*]+)*`), so a stored "Processors*" is one word there and "processors"
-# here; the Whoosh schema keeps its own default, because unifying them moves its ranking
-# (docs/decisions.md, 2026-12-01: a follow-up with a schema version of its own).
-WORD_PATTERN = r"\w+(\.?\w+)*"
+_TABLES = json.loads(Path(__file__).with_name("analysis.json").read_text(encoding="ascii"))
+
+
+def _class(runs: list[list[int]]) -> str:
+    """A regular expression's character class of these [first, last] code point runs, written alike
+    for Python's `re` and Java's Pattern (the characters themselves; the few special ASCII ones escaped)."""
+    special = set("\\[]^-&")
+
+    def char(code: int) -> str:
+        return "\\" + chr(code) if chr(code) in special else chr(code)
+
+    return "[" + "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in runs) + "]"
+
+
+# A word: word characters, single dots between them ("e.g", "3.5"). The word characters are what
+# Java's `\w` matches with UNICODE_CHARACTER_CLASS (letters, digits, combining marks, `_`), not `*`,
+# which whoosh-reloaded's default tokenizer keeps in a word for its own query parser (unused here).
+WORD_CHARACTERS = _class(_TABLES["word_characters"])
+WORD_PATTERN = f"{WORD_CHARACTERS}+(?:\\.?{WORD_CHARACTERS}+)*"
+WORDS = re.compile(WORD_PATTERN)
+# The same words in text without characters past U+FFFF (almost all text). Python's `re` matches a
+# class holding such characters range by range, ten times slower than the table it uses without them.
+_BMP_CHARACTERS = _class([run for run in _TABLES["word_characters"] if run[1] <= 0xFFFF])
+_BMP_WORDS = re.compile(f"{_BMP_CHARACTERS}+(?:\\.?{_BMP_CHARACTERS}+)*")
+_SUPPLEMENTARY = re.compile("[\U00010000-\U0010ffff]")
+# Lucene's `lowercase` then `asciifolding`, character by character: "Œuvre" → "oeuvre", "Straße" →
+# "strasse", "Ｌ" → "l". One translation table, applied in C.
+_FOLDING = {int(code, 16): text for code, text in _TABLES["folded"].items()}
 # Whoosh's default stop list (whoosh.analysis.STOP_WORDS), dropped from ranked text; words
-# shorter than MIN_WORD_CHARS are dropped too (Whoosh's StopFilter(minsize=2)).
+# shorter than MIN_WORD_CHARS are dropped too (`ranked`).
 STOP_WORDS = frozenset(
     "a an and are as at be by can for from have if in is it may not of on or tbd that the this to us we when "
     "will with yet you your".split()
@@ -35,6 +66,34 @@ _ACRONYM_PLURAL = re.compile(ACRONYM_PLURAL)
 # BM25: term-frequency saturation, and length normalisation per field.
 K1 = 1.6
 FIELD_B = {"title": 0.9, "abstract": 0.75}
+
+
+def folded(text: str) -> str:
+    """`text` lowercased and folded to ASCII where Lucene's ASCIIFoldingFilter folds it."""
+    return text.translate(_FOLDING)
+
+
+def ranked(word: str) -> bool:
+    """Whether ranked text keeps a folded word: no stop word, and MIN_WORD_CHARS long as Lucene's length
+    filter counts (in UTF-16 units, so a word of one character past U+FFFF, such as "𠀀", is kept)."""
+    return word not in STOP_WORDS and (
+        len(word) >= MIN_WORD_CHARS or len(word.encode("utf-16-le")) >= 2 * MIN_WORD_CHARS
+    )
+
+
+def word_pattern(text: str) -> re.Pattern[str]:
+    """WORDS compiled for finding the words of `text` quickly: the same matches."""
+    return _BMP_WORDS if text.isascii() or _SUPPLEMENTARY.search(text) is None else WORDS
+
+
+def words(text: str) -> list[str]:
+    """`text`'s words as written (WORD_PATTERN)."""
+    return word_pattern(text).findall(text)
+
+
+def unstemmed_words(text: str) -> list[str]:
+    """`text`'s words, folded and kept whole, as the unstemmed fields index them."""
+    return [folded(word) for word in words(text)]
 
 
 def singular_acronym(word: str) -> str:

@@ -1,0 +1,107 @@
+"""Read the word characters and the folding both engines analyse by from a cluster's own components.
+
+`backends/analysis.json` is made by this module and read by `backends/analysis.py`, so the Whoosh
+backend reads text exactly as the cluster does without a hand-written table: which characters
+make a word (Java's `\\w` with UNICODE_CHARACTER_CLASS, the tokenizer the mapping had) and what
+each character becomes through Lucene's `lowercase` and `asciifolding` filters (per character,
+without context, so one `str.translate` table reproduces both). Rerun it when the cluster's
+OpenSearch or Java version changes, then bump both engines' index versions if the file changed:
+
+    python -m searchsvc.backends.opensearch.lucene_analysis http://127.0.0.1:9200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+TABLES = Path(__file__).resolve().parents[1] / "analysis.json"
+_BATCH = 8192  # characters per `_analyze` request
+_SEPARATOR = "\u0001"  # a control character: in no word, folded to itself
+# Every Unicode scalar value: surrogates cannot be sent (nor read from UTF-8 text).
+_CHARACTERS = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+
+
+def read_tables(client: OpenSearch) -> dict[str, Any]:
+    """The cluster's word characters (as ranges of code points) and its folding of every character it changes."""
+    info = client.info()
+    nodes = client.nodes.info(metric="jvm")["nodes"]
+    java = sorted({node["jvm"]["version"] for node in nodes.values()})
+    return {
+        "source": f"OpenSearch {info['version']['number']}, Java {', '.join(java)}",
+        "word_characters": _ranges(sorted(_word_characters(client))),
+        "folded": {f"{ord(character):04X}": folded for character, folded in _folded(client)},
+    }
+
+
+def write_tables(tables: dict[str, Any], path: Path = TABLES) -> None:
+    """As JSON in ASCII, one range or character a line, so a change reads as a short diff."""
+    lines = [f'{{\n"source": {json.dumps(tables["source"])},\n"word_characters": [']
+    lines.append(",\n".join(json.dumps(run) for run in tables["word_characters"]))
+    lines.append('],\n"folded": {')
+    lines.append(",\n".join(f"{json.dumps(code)}: {json.dumps(text)}" for code, text in tables["folded"].items()))
+    lines.append("}\n}\n")
+    path.write_text("\n".join(lines), encoding="ascii")
+
+
+def _word_characters(client: OpenSearch) -> Iterator[int]:
+    """Each character the cluster's `\\w` matches, asked a batch at a time, the characters apart."""
+    tokenizer = {"type": "pattern", "pattern": r"\w", "group": 0, "flags": "UNICODE_CHARACTER_CLASS"}
+    for batch in _batches([c for c in _CHARACTERS if c != _SEPARATOR]):
+        at: dict[int, str] = {}  # Java's offsets count UTF-16 units
+        offset = 0
+        for character in batch:
+            at[offset] = character
+            offset += len(character.encode("utf-16-le")) // 2 + 1
+        text = _SEPARATOR.join(batch)
+        for token in client.indices.analyze(body={"tokenizer": tokenizer, "text": text})["tokens"]:
+            yield ord(at[token["start_offset"]])
+
+
+def _folded(client: OpenSearch) -> Iterator[tuple[str, str]]:
+    """(character, what lowercase + asciifolding make of it) for each character they change."""
+    for batch in _batches(_CHARACTERS):
+        body = {"tokenizer": "keyword", "filter": ["lowercase", "asciifolding"], "text": batch}
+        tokens = [token["token"] for token in client.indices.analyze(body=body)["tokens"]]
+        if len(tokens) != len(batch):
+            raise RuntimeError(f"{len(batch)} characters analysed as {len(tokens)} tokens")
+        yield from ((character, folded) for character, folded in zip(batch, tokens, strict=True) if folded != character)
+
+
+def _batches(characters: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(characters), _BATCH):
+        yield characters[start : start + _BATCH]
+
+
+def _ranges(codes: list[int]) -> list[list[int]]:
+    """Sorted code points as [first, last] runs."""
+    runs: list[list[int]] = []
+    for code in codes:
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("url", help="a node of the cluster, e.g. http://127.0.0.1:9200")
+    parser.add_argument("--out", type=Path, default=TABLES)
+    args = parser.parse_args(argv)
+    client = OpenSearch(hosts=[args.url])
+    try:
+        write_tables(read_tables(client), args.out)
+    finally:
+        client.close()
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
