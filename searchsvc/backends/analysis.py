@@ -5,11 +5,11 @@ The Whoosh schema and the OpenSearch mapping are each built from these: the same
 (docs/relevance.md says how they were chosen). Field boosts differ by engine, because the
 engines combine fields differently.
 
-Which characters make a word and what each becomes when folded are Lucene's, read from a test
-cluster's own components into `analysis.json` (opensearch/lucene_analysis.py makes it): the
-cluster folds with its `lowercase` and `asciifolding` filters, Whoosh with the same table in one
-`str.translate`, and both split words by the same explicit character class, so neither Java's
-nor Python's Unicode version decides what a word is.
+Which characters make a word and what each becomes when folded are Lucene's: the cluster splits
+words with Java's `\\w` (UNICODE_CHARACTER_CLASS) and folds with its `lowercase` and `asciifolding`
+filters; Whoosh reads the same from `analysis.json`, what those components do to every character,
+read from a test cluster (opensearch/lucene_analysis.py makes it), as one character class and one
+`str.translate` table. Neither Python's `\\w` nor its `str.lower` decides a word.
 """
 
 from __future__ import annotations
@@ -24,27 +24,30 @@ SEARCH_FIELDS = TEXT_FIELDS  # what a free-text query searches
 _TABLES = json.loads(Path(__file__).with_name("analysis.json").read_text(encoding="ascii"))
 
 
-def _class(runs: list[list[int]]) -> str:
-    """A regular expression's character class of these [first, last] code point runs, written alike
-    for Python's `re` and Java's Pattern (the characters themselves; the few special ASCII ones escaped)."""
-    special = set("\\[]^-&")
+# A word: word characters, single dots between them ("e.g", "3.5"). Word characters are what Java's `\w`
+# matches with WORD_FLAGS (letters, digits, combining marks, `_`); not `*`, which whoosh-reloaded's
+# default tokenizer keeps in a word for its own query parser (unused here). The cluster's tokenizer reads
+# WORD_PATTERN; Python reads WORDS, the same pattern with `\w` spelled out from analysis.json (Java
+# matches a spelled-out class of 700 ranges fifteen times slower than its `\w`).
+WORD_PATTERN = r"\w+(?:\.?\w+)*"
+WORD_FLAGS = "UNICODE_CHARACTER_CLASS"
+
+
+def _words(runs: list[list[int]]) -> re.Pattern[str]:
+    """WORD_PATTERN with `\\w` as the class of these [first, last] runs of code points."""
+    special = set("\\[]^-")
 
     def char(code: int) -> str:
         return "\\" + chr(code) if chr(code) in special else chr(code)
 
-    return "[" + "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in runs) + "]"
+    characters = "[" + "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in runs) + "]"
+    return re.compile(WORD_PATTERN.replace("\\w", characters))
 
 
-# A word: word characters, single dots between them ("e.g", "3.5"). The word characters are what
-# Java's `\w` matches with UNICODE_CHARACTER_CLASS (letters, digits, combining marks, `_`), not `*`,
-# which whoosh-reloaded's default tokenizer keeps in a word for its own query parser (unused here).
-WORD_CHARACTERS = _class(_TABLES["word_characters"])
-WORD_PATTERN = f"{WORD_CHARACTERS}+(?:\\.?{WORD_CHARACTERS}+)*"
-WORDS = re.compile(WORD_PATTERN)
+WORDS = _words(_TABLES["word_characters"])
 # The same words in text without characters past U+FFFF (almost all text). Python's `re` matches a
 # class holding such characters range by range, ten times slower than the table it uses without them.
-_BMP_CHARACTERS = _class([run for run in _TABLES["word_characters"] if run[1] <= 0xFFFF])
-_BMP_WORDS = re.compile(f"{_BMP_CHARACTERS}+(?:\\.?{_BMP_CHARACTERS}+)*")
+_BMP_WORDS = _words([run for run in _TABLES["word_characters"] if run[1] <= 0xFFFF])
 _SUPPLEMENTARY = re.compile("[\U00010000-\U0010ffff]")
 # Lucene's `lowercase` then `asciifolding`, character by character: "Œuvre" → "oeuvre", "Straße" →
 # "strasse", "Ｌ" → "l". One translation table, applied in C.

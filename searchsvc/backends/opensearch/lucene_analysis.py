@@ -2,7 +2,7 @@
 
 `backends/analysis.json` is made by this module and read by `backends/analysis.py`, so the Whoosh
 backend reads text exactly as the cluster does without a hand-written table: which characters
-make a word (Java's `\\w` with UNICODE_CHARACTER_CLASS, the tokenizer the mapping had) and what
+make a word (Java's `\\w` with analysis.WORD_FLAGS, as the mapping's tokenizer reads it) and what
 each character becomes through Lucene's `lowercase` and `asciifolding` filters (per character,
 without context, so one `str.translate` table reproduces both). Rerun it when the cluster's
 OpenSearch or Java version changes, then bump both engines' index versions if the file changed:
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from opensearchpy import OpenSearch
+
+from searchsvc.backends.analysis import WORD_FLAGS
 
 TABLES = Path(__file__).resolve().parents[1] / "analysis.json"
 _BATCH = 8192  # characters per `_analyze` request
@@ -51,7 +53,7 @@ def write_tables(tables: dict[str, Any], path: Path = TABLES) -> None:
 
 def _word_characters(client: OpenSearch) -> Iterator[int]:
     """Each character the cluster's `\\w` matches, asked a batch at a time, the characters apart."""
-    tokenizer = {"type": "pattern", "pattern": r"\w", "group": 0, "flags": "UNICODE_CHARACTER_CLASS"}
+    tokenizer = {"type": "pattern", "pattern": r"\w", "group": 0, "flags": WORD_FLAGS}
     for batch in _batches([c for c in _CHARACTERS if c != _SEPARATOR]):
         at: dict[int, str] = {}  # Java's offsets count UTF-16 units
         offset = 0

@@ -21,6 +21,7 @@ from searchsvc.backends.analysis import (
     MIN_WORD_CHARS,
     SEARCH_FIELDS,
     STOP_WORDS,
+    WORD_FLAGS,
     WORD_PATTERN,
 )
 
@@ -70,8 +71,9 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 "tokenizer": {
                     "words": {
                         "type": "pattern",
-                        "pattern": WORD_PATTERN,  # its class spelled out: no flag, no Unicode version, changes it
+                        "pattern": WORD_PATTERN,
                         "group": 0,
+                        "flags": WORD_FLAGS,
                     }
                 },
                 "filter": {
