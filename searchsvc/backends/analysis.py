@@ -7,34 +7,32 @@ engines combine fields differently.
 
 Which characters make a word and what each becomes when folded are Lucene's: the cluster splits
 words with Java's `\\w` (UNICODE_CHARACTER_CLASS) and folds with its `lowercase` and `asciifolding`
-filters; Whoosh reads the same from `analysis.json`, what those components do to every character,
-read from a test cluster (opensearch/lucene_analysis.py makes it), as one character class and one
+filters; Whoosh reads the same from `lucene_tables.py`, what those components do to every character,
+read from a test cluster (opensearch/lucene_analysis.py writes it), as one character class and one
 `str.translate` table. Neither Python's `\\w` nor its `str.lower` decides a word.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
+from searchsvc.backends.lucene_tables import FOLDED, WORD_CHARACTERS
 from searchsvc.core.query import TEXT_FIELDS
 
 SEARCH_FIELDS = TEXT_FIELDS  # what a free-text query searches
-_TABLES = json.loads(Path(__file__).with_name("analysis.json").read_text(encoding="ascii"))
 
 
 # A word: word characters, single dots between them ("e.g", "3.5"). Word characters are what Java's `\w`
 # matches with WORD_FLAGS (letters, digits, combining marks, `_`); not `*`, which whoosh-reloaded's
 # default tokenizer keeps in a word for its own query parser (unused here). The cluster's tokenizer reads
-# WORD_PATTERN; Python reads WORDS, the same pattern with `\w` spelled out from analysis.json (Java
-# matches a spelled-out class of 700 ranges fifteen times slower than its `\w`).
+# WORD_PATTERN; Python reads WORDS, the same pattern with `\w` spelled out from lucene_tables.py (Java
+# matches a spelled-out class of its 733 ranges about fifteen times slower than its `\w`).
 WORD_PATTERN = r"\w+(?:\.?\w+)*"
 WORD_FLAGS = "UNICODE_CHARACTER_CLASS"
 
 
-def _words(runs: list[list[int]]) -> re.Pattern[str]:
-    """WORD_PATTERN with `\\w` as the class of these [first, last] runs of code points."""
+def _words(runs: tuple[tuple[int, int], ...]) -> re.Pattern[str]:
+    """WORD_PATTERN with `\\w` as the class of these (first, last) runs of code points."""
     special = set("\\[]^-")
 
     def char(code: int) -> str:
@@ -44,14 +42,14 @@ def _words(runs: list[list[int]]) -> re.Pattern[str]:
     return re.compile(WORD_PATTERN.replace("\\w", characters))
 
 
-WORDS = _words(_TABLES["word_characters"])
+WORDS = _words(WORD_CHARACTERS)
 # The same words in text without characters past U+FFFF (almost all text). Python's `re` matches a
 # class holding such characters range by range, ten times slower than the table it uses without them.
-_BMP_WORDS = _words([run for run in _TABLES["word_characters"] if run[1] <= 0xFFFF])
+_BMP_WORDS = _words(tuple(run for run in WORD_CHARACTERS if run[1] <= 0xFFFF))
 _SUPPLEMENTARY = re.compile("[\U00010000-\U0010ffff]")
 # Lucene's `lowercase` then `asciifolding`, character by character: "Œuvre" → "oeuvre", "Straße" →
 # "strasse", "Ｌ" → "l". One translation table, applied in C.
-_FOLDING = {int(code, 16): text for code, text in _TABLES["folded"].items()}
+_FOLDING = {code: "".join(map(chr, points)) for code, points in FOLDED.items()}
 # Whoosh's default stop list (whoosh.analysis.STOP_WORDS), dropped from ranked text; words
 # shorter than MIN_WORD_CHARS are dropped too (`ranked`).
 STOP_WORDS = frozenset(

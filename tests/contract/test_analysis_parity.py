@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 from opensearchpy import OpenSearch
 
 from searchsvc import create_app
-from searchsvc.backends.opensearch.lucene_analysis import TABLES, read_tables
+from searchsvc.backends.opensearch.lucene_analysis import TABLES, tables_module
 from tests.helpers.backends import BACKENDS, every_backend
 from tests.helpers.opensearch_cluster import Cluster
 from tests.helpers.records import write_jsonl
@@ -110,10 +110,10 @@ def test_phrases_and_wildcards_of_rare_text_find_the_same_papers(both: dict[str,
 
 
 def test_the_words_and_folding_are_the_test_clusters_own(opensearch_cluster: Cluster) -> None:
-    """analysis.json is what the cluster's tokenizer and filters do to every character: a new
-    OpenSearch or Java version that changes them fails here (rerun lucene_analysis, bump both indexes)."""
+    """lucene_tables.py is what the cluster's tokenizer and filters do to every character: a new
+    OpenSearch or Java version fails here (rerun lucene_analysis; if the tables changed, bump both indexes)."""
     client = OpenSearch(hosts=opensearch_cluster.urls)
     try:
-        assert read_tables(client) == json.loads(TABLES.read_text(encoding="ascii"))
+        assert tables_module(client) == TABLES.read_text(encoding="ascii")
     finally:
         client.close()

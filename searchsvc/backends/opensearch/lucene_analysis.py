@@ -1,11 +1,12 @@
 """Read the word characters and the folding both engines analyse by from a cluster's own components.
 
-`backends/analysis.json` is made by this module and read by `backends/analysis.py`, so the Whoosh
-backend reads text exactly as the cluster does without a hand-written table: which characters
+`backends/lucene_tables.py` is written by this module and read by `backends/analysis.py`, so the
+Whoosh backend reads text exactly as the cluster does without a hand-written table: which characters
 make a word (Java's `\\w` with analysis.WORD_FLAGS, as the mapping's tokenizer reads it) and what
 each character becomes through Lucene's `lowercase` and `asciifolding` filters (per character,
 without context, so one `str.translate` table reproduces both). Rerun it when the cluster's
-OpenSearch or Java version changes, then bump both engines' index versions if the file changed:
+OpenSearch or Java version changes (tests/contract/test_analysis_parity.py fails then), and bump
+both engines' index versions if the tables changed:
 
     python -m searchsvc.backends.opensearch.lucene_analysis http://127.0.0.1:9200
 """
@@ -13,42 +14,52 @@ OpenSearch or Java version changes, then bump both engines' index versions if th
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from opensearchpy import OpenSearch
 
 from searchsvc.backends.analysis import WORD_FLAGS
 
-TABLES = Path(__file__).resolve().parents[1] / "analysis.json"
+TABLES = Path(__file__).resolve().parents[1] / "lucene_tables.py"
 _BATCH = 8192  # characters per `_analyze` request
 _SEPARATOR = "\u0001"  # a control character: in no word, folded to itself
 # Every Unicode scalar value: surrogates cannot be sent (nor read from UTF-8 text).
 _CHARACTERS = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+_HEADER = '''"""Lucene's word characters and folding, as a cluster's own components give them ({source}).
+
+Written by `python -m searchsvc.backends.opensearch.lucene_analysis URL`, never by hand; read by analysis.py.
+"""
+
+# Each run of code points Java's `\\w` matches (analysis.WORD_FLAGS), as (first, last).
+WORD_CHARACTERS: tuple[tuple[int, int], ...] = (
+'''
+_MIDDLE = """)
+# Each code point Lucene's `lowercase` then `asciifolding` change, with the code points they make of it.
+FOLDED: dict[int, tuple[int, ...]] = {
+"""
 
 
-def read_tables(client: OpenSearch) -> dict[str, Any]:
-    """The cluster's word characters (as ranges of code points) and its folding of every character it changes."""
+def tables_module(client: OpenSearch) -> str:
+    """The text of lucene_tables.py as the cluster's tokenizer and filters give it, one entry a line."""
     info = client.info()
     nodes = client.nodes.info(metric="jvm")["nodes"]
-    java = sorted({node["jvm"]["version"] for node in nodes.values()})
-    return {
-        "source": f"OpenSearch {info['version']['number']}, Java {', '.join(java)}",
-        "word_characters": _ranges(sorted(_word_characters(client))),
-        "folded": {f"{ord(character):04X}": folded for character, folded in _folded(client)},
-    }
+    java = ", ".join(sorted({node["jvm"]["version"] for node in nodes.values()}))
+    runs = _ranges(sorted(_word_characters(client)))
+    return "".join(
+        [
+            _HEADER.format(source=f"OpenSearch {info['version']['number']}, Java {java}"),
+            *(f"    (0x{first:04X}, 0x{last:04X}),\n" for first, last in runs),
+            _MIDDLE,
+            *(f"    0x{ord(character):04X}: ({_points(folded)}),\n" for character, folded in _folded(client)),
+            "}\n",
+        ]
+    )
 
 
-def write_tables(tables: dict[str, Any], path: Path = TABLES) -> None:
-    """As JSON in ASCII, one range or character a line, so a change reads as a short diff."""
-    lines = [f'{{\n"source": {json.dumps(tables["source"])},\n"word_characters": [']
-    lines.append(",\n".join(json.dumps(run) for run in tables["word_characters"]))
-    lines.append('],\n"folded": {')
-    lines.append(",\n".join(f"{json.dumps(code)}: {json.dumps(text)}" for code, text in tables["folded"].items()))
-    lines.append("}\n}\n")
-    path.write_text("\n".join(lines), encoding="ascii")
+def _points(text: str) -> str:
+    """A tuple's items: "0x006F, 0x0065", or "0x0061," (one item, as ruff formats it)."""
+    return ", ".join(f"0x{ord(character):04X}" for character in text) + ("," if len(text) == 1 else "")
 
 
 def _word_characters(client: OpenSearch) -> Iterator[int]:
@@ -98,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     client = OpenSearch(hosts=[args.url])
     try:
-        write_tables(read_tables(client), args.out)
+        args.out.write_text(tables_module(client), encoding="ascii")
     finally:
         client.close()
     print(f"wrote {args.out}")
