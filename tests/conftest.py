@@ -104,6 +104,7 @@ SHARED_FIXTURE_GROUPS = {
         "tests/system/test_opensearch_",
         "tests/contract/test_updates_opensearch_only.py",
         "tests/contract/test_both_backends_agree.py",
+        "tests/contract/test_analysis_parity.py",
     ),
     "acl": (
         "tests/system/test_request_budget.py",

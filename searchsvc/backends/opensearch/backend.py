@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from opensearchpy import OpenSearch
 
+from searchsvc.backends.analysis import unstemmed_words
 from searchsvc.backends.opensearch import merging, search_bodies, spelling, updates, vectors
 from searchsvc.backends.opensearch.answer import AskedWords, OpenSearchAnswer, ask_word_statistics, word_rescorer
 from searchsvc.backends.opensearch.asking import AliasSearches
@@ -290,7 +291,7 @@ class OpenSearchBackend:
         deadline.check()
         if respell and checks:
             options = spelling.near_words(checks, response)
-            searched = typos.respelled(tree, spelling.unstemmed_tokens, options.get, deadline)
+            searched = typos.respelled(tree, unstemmed_words, options.get, deadline)
             if searched is not tree:
                 plan, response, words = self._first_answer(request, searched, shown, checks)
                 deadline.check()

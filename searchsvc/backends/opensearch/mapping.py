@@ -1,8 +1,9 @@
 """The index settings and mapping: analyzers that read text as the Whoosh schema does.
 
-Same tokens (Whoosh's RegexTokenizer pattern, Unicode-aware), same folding (lowercase,
-accents), same stop words and Snowball English stemmer for ranked text, and unstemmed
-`.exact` subfields for phrases and wildcards, so a query means the same on both backends.
+Same words (analysis.WORD_PATTERN), same folding (Lucene's `lowercase` and `asciifolding`, which
+the Whoosh schema applies as analysis.folded), same stop words and Snowball English stemmer for
+ranked text, and unstemmed `.exact` subfields for phrases and wildcards, so a query means the
+same on both backends.
 Facet values are keywords as written (for display and counts) with a folded twin for
 case- and accent-insensitive filters. Each paper carries its vector for ranking by meaning
 (`vectors.py`): kept in `_source` only, since the service reads it, never searches by it.
@@ -20,6 +21,7 @@ from searchsvc.backends.analysis import (
     MIN_WORD_CHARS,
     SEARCH_FIELDS,
     STOP_WORDS,
+    WORD_FLAGS,
     WORD_PATTERN,
 )
 
@@ -71,7 +73,7 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                         "type": "pattern",
                         "pattern": WORD_PATTERN,
                         "group": 0,
-                        "flags": "UNICODE_CHARACTER_CLASS",
+                        "flags": WORD_FLAGS,
                     }
                 },
                 "filter": {

@@ -8,10 +8,9 @@ names and values.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
-from searchsvc.backends.analysis import WORD_PATTERN
+from searchsvc.backends.analysis import folded, unstemmed_words
 from searchsvc.backends.opensearch.mapping import (
     ADDED,
     BOOSTS,
@@ -40,14 +39,12 @@ from searchsvc.core.query import (
     searched_fields,
     split_group,
 )
-from searchsvc.core.text import fold
 
 Dsl = dict[str, Any]
 _Parts = Literal["any", "all", "phrase"]
 MATCH_ALL: Dsl = {"match_all": {}}
 # A word's score: its best field's, plus this share of the other's (docs/scaling.md).
 TIE_BREAKER = 0.3
-WORDS = re.compile(WORD_PATTERN)
 
 
 # Each name field's words, matched unstemmed as a phrase (core.query.NAME_FIELDS).
@@ -166,8 +163,8 @@ def _prefix(node: Prefix) -> Dsl:
     """A trailing wildcard; the cluster expands it (a query expanding to more words than its
     clause limit is refused, and reported as too broad)."""
     if node.field == "subject":
-        return {"prefix": {f"subjects.{FOLDED}": {"value": fold(node.text).strip()}}}
-    words = [match.group() for match in WORDS.finditer(fold(node.text))]
+        return {"prefix": {f"subjects.{FOLDED}": {"value": folded(node.text).strip()}}}
+    words = unstemmed_words(node.text)
     if len(words) != 1:
         raise query_error(f"a wildcard must follow one word, as in embed*: '{node.text}*'", node.start)
     word = words[0]

@@ -6,22 +6,17 @@ suggester); which respelling wins, and whether it is offered, is `core.spelling`
 
 from __future__ import annotations
 
+from searchsvc.backends.analysis import unstemmed_words
 from searchsvc.backends.opensearch.mapping import EXACT, TEXT_FIELDS
-from searchsvc.backends.opensearch.querying import WORDS, Dsl
+from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.core import edits, spelling
 from searchsvc.core.query import Node
-from searchsvc.core.text import fold
 
 _OPTIONS = 20  # respellings the suggester offers per word and field: typo tolerance keeps 3 of them
 
 
-def unstemmed_tokens(text: str) -> list[str]:
-    """`text`'s words as the `.exact` subfields index them (folded, unstemmed)."""
-    return [match.group() for match in WORDS.finditer(fold(text))]
-
-
 def checks(tree: Node | None) -> list[spelling.Check]:
-    return spelling.checks(tree, unstemmed_tokens)
+    return spelling.checks(tree, unstemmed_words)
 
 
 def aggs_and_suggesters(checks: list[spelling.Check]) -> tuple[Dsl, Dsl]:

@@ -12,22 +12,16 @@ test_segment_writing.py compares them); queries are still analysed by the schema
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from pickle import dumps
 
-from whoosh.analysis import RegexTokenizer
-from whoosh.support.charset import accent_map
 from whoosh.system import pack_uint
 
-from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS
+from searchsvc.backends.analysis import folded, ranked, words
 from searchsvc.backends.whoosh.schema import PAIR_SEPARATOR, stem
 from searchsvc.backends.whoosh.term_pool import FOUND_ONCE
 
-# whoosh-reloaded's word pattern (RegexTokenizer's default), its group made non-capturing so that
-# findall returns whole words: the same matches.
-_WORD = re.compile(RegexTokenizer().expression.pattern.replace("(", "(?:"))
 # A word as read → (folded: the unstemmed fields' term, stemmed: the ranked fields' term or None
 # for a stop word), as the UTF-8 bytes Whoosh indexes. Cleared when full, so it cannot grow with
 # the collection.
@@ -45,10 +39,10 @@ class AnalysedText:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        known = [_WORDS.get(word) or _learn(word) for word in _WORD.findall(text)]
-        self.words = [folded for folded, _stemmed in known]
+        known = [_WORDS.get(word) or _learn(word) for word in words(text)]
+        self.words = [term for term, _stemmed in known]
         self.kept = [stemmed for _folded, stemmed in known if stemmed is not None]
-        # Whoosh's StopFilter renumbers: the first kept word keeps its place, the others follow it.
+        # The schema's RankedFilter renumbers: the first kept word keeps its place, the others follow it.
         self.first_kept = next((n for n, (_folded, stemmed) in enumerate(known) if stemmed is not None), 0)
 
     def stemmed(self) -> list[Item]:
@@ -80,7 +74,7 @@ class SpellingCounts:
         self._spellings: Counter[str] = Counter()
 
     def add(self, text: str) -> None:
-        self._spellings.update(set(_WORD.findall(text)))
+        self._spellings.update(set(words(text)))
 
     def above(self, least: int) -> frozenset[bytes]:
         """Every word in more than `least` of the texts, and perhaps a few more."""
@@ -95,17 +89,17 @@ def _learn(word: str) -> tuple[bytes, bytes | None]:
     if len(_WORDS) >= _WORDS_KEPT:
         _WORDS.clear()
     encoded = _folded(word)
-    folded = encoded.decode("utf-8")
-    stemmed = None if len(folded) < MIN_WORD_CHARS or folded in STOP_WORDS else stem(folded)
+    term = encoded.decode("utf-8")
+    stemmed = stem(term) if ranked(term) else None
     _WORDS[word] = known = (
         encoded,
-        encoded if stemmed == folded else None if stemmed is None else stemmed.encode("utf-8"),
+        encoded if stemmed == term else None if stemmed is None else stemmed.encode("utf-8"),
     )
     return known
 
 
 def _folded(word: str) -> bytes:
-    return word.lower().translate(accent_map).encode("utf-8")
+    return folded(word).encode("utf-8")
 
 
 def _with_positions(words: list[bytes], start: int) -> list[Item]:

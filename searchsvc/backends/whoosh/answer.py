@@ -10,6 +10,7 @@ from functools import cached_property
 
 import numpy as np
 
+from searchsvc.backends.analysis import unstemmed_words
 from searchsvc.backends.whoosh import word_parts, word_scores
 from searchsvc.backends.whoosh.compiling import CompiledQuery, QueryCompiler, matched_words
 from searchsvc.backends.whoosh.deadline_collectors import all_matching, all_scored
@@ -17,7 +18,6 @@ from searchsvc.backends.whoosh.facets import Filters, Mask, intersect
 from searchsvc.backends.whoosh.generation_cache import OpenGeneration
 from searchsvc.backends.whoosh.highlights import MatchedWords
 from searchsvc.backends.whoosh.hits import hits_of
-from searchsvc.backends.whoosh.spelling import unstemmed_tokens
 from searchsvc.core import spelling
 from searchsvc.core.deadline import Deadline
 from searchsvc.core.explanation import LexicalParts
@@ -206,7 +206,7 @@ class WhooshAnswer:
         return found.gen.facets.counts(found.matched, found.filters, self._request, self._settings.facet_limits())
 
     def respellings(self) -> dict[spelling.Check, str]:
-        checks = spelling.checks(self._tree, unstemmed_tokens)
+        checks = spelling.checks(self._tree, unstemmed_words)
         return spelling.respellings(checks, self._found.gen.vocabulary, self._found.deadline)
 
     def all_words_of(self, request: SearchRequest, tree: Node | None) -> int:

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from whoosh import query
 
-from searchsvc.backends.analysis import SEARCH_FIELDS
+from searchsvc.backends.analysis import SEARCH_FIELDS, unstemmed_words
 from searchsvc.backends.bm25f import FIELD_WEIGHTS
 from searchsvc.backends.ports import FINGERPRINT, JOURNAL_ENTRIES, IndexShape, Purpose
 from searchsvc.backends.whoosh import segment_arrays
@@ -29,7 +29,7 @@ from searchsvc.backends.whoosh.hits import hits_of
 from searchsvc.backends.whoosh.indexing import write_index
 from searchsvc.backends.whoosh.journal import FileJournal
 from searchsvc.backends.whoosh.schema import SCHEMA_VERSION
-from searchsvc.backends.whoosh.spelling import typo_options, unstemmed_tokens, write_vocabulary
+from searchsvc.backends.whoosh.spelling import typo_options, write_vocabulary
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.updates import link_previous, write_update
 from searchsvc.core import typos
@@ -284,7 +284,7 @@ class WhooshBackend:
             gen = self._generations.get()
             searched = tree
             if self.settings.typo_tolerance and not request.exact:
-                searched = typos.respelled(tree, unstemmed_tokens, partial(typo_options, gen.vocabulary), deadline)
+                searched = typos.respelled(tree, unstemmed_words, partial(typo_options, gen.vocabulary), deadline)
             yield WhooshAnswer(match(gen, request, searched, deadline, self.settings), request, tree, self.settings)
 
     @_in_turn

@@ -11,7 +11,6 @@ line, and tests/unit/backends/whoosh/test_highlights.py holds both to the same o
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,10 +19,9 @@ from html import escape
 from operator import itemgetter
 from typing import NamedTuple
 
-from whoosh.analysis.tokenizers import default_pattern
 from whoosh.highlight import DEFAULT_CHARLIMIT
-from whoosh.support.charset import accent_map
 
+from searchsvc.backends.analysis import folded, word_pattern
 from searchsvc.backends.whoosh.schema import stem
 from searchsvc.core.text import ELLIPSIS, SNIPPET_CHARS, opening
 
@@ -33,10 +31,6 @@ _SURROUND = 40  # characters of context before the first match of a fragment and
 _BETWEEN = f" {ELLIPSIS} "
 
 _stem = lru_cache(maxsize=50_000)(stem)
-
-# default_pattern's words, its group made non-capturing so that findall lists whole words.
-_WORD = re.compile(default_pattern.pattern.replace("(\\.", "(?:\\."), default_pattern.flags)
-assert _WORD.groups == 0
 
 Span = tuple[int, int]  # a word's first character and the one after its last
 
@@ -59,8 +53,8 @@ class MatchedWords:
         is judged once: a page's abstracts repeat most of theirs."""
         judged = self._judged
         for word in set(written).difference(judged):
-            folded = word.lower().translate(accent_map)
-            judged[word] = folded in self.exact or _stem(folded) in self.stemmed
+            word_folded = folded(word)
+            judged[word] = word_folded in self.exact or _stem(word_folded) in self.stemmed
         return list(map(judged.__getitem__, written))
 
 
@@ -83,11 +77,12 @@ def highlight_abstract(abstract: str, words: MatchedWords) -> str:
 
 
 def _words(text: str, words: MatchedWords) -> tuple[list[tuple[Span, bool]], int | None]:
-    """Each word of `text` (Whoosh's RegexTokenizer's) ending within DEFAULT_CHARLIMIT, and whether
+    """Each word of `text` (analysis.WORD_PATTERN's) ending within DEFAULT_CHARLIMIT, and whether
     it is marked; and the end of the first word past it (Whoosh ends a last fragment there), if any.
     Spans and words are listed by the regular expression engine, each distinct word judged once."""
-    spans = [match.span() for match in default_pattern.finditer(text)]
-    written = _WORD.findall(text)
+    pattern = word_pattern(text)
+    spans = [match.span() for match in pattern.finditer(text)]
+    written = pattern.findall(text)
     tokens = list(zip(spans, words.marked(written), strict=True))
     if spans and spans[-1][1] > DEFAULT_CHARLIMIT:
         within = bisect_right(spans, DEFAULT_CHARLIMIT, key=itemgetter(1))

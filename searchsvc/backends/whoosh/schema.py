@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import Stemmer
-from whoosh.analysis import (
-    Analyzer,
-    CharsetFilter,
-    Filter,
-    LowercaseFilter,
-    RegexTokenizer,
-    StopFilter,
-    Token,
-)
+from whoosh.analysis import Analyzer, Filter, RegexTokenizer, Token
 from whoosh.columns import VarBytesColumn
 from whoosh.fields import COLUMN, ID, NUMERIC, STORED, TEXT, Schema
-from whoosh.support.charset import accent_map
 
-from searchsvc.backends.analysis import MIN_WORD_CHARS, STOP_WORDS, singular_acronym
+from searchsvc.backends.analysis import (
+    WORD_PATTERN,
+    folded,
+    ranked,
+    singular_acronym,
+    word_pattern,
+)
 
 # The same text unstemmed, for exact phrases, wildcards and spelling suggestions.
 EXACT_FIELDS = {"title": "title_exact", "abstract": "abstract_exact"}
@@ -49,12 +47,80 @@ FACET_COLUMNS = {
 }
 NUMBER_FACETS = ("year", "citations", "added")  # the columns of whole numbers; the others hold text
 
-# 13: title and abstract index their reading (core.tex: TeX as its words); 12: stored `added` and
-# `changed` (core.arrival), the `added` column; 11: `venue` words for `venue:` clauses, an acronym's
-# plural stemmed as its singular; 10: stored `publication` (venue, date, citations, ORCID iDs), the
-# venue facet, date and citation columns; 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids
-# in a column (doc_order.py), no oldest-rank column; 7: stored `identifiers`
-SCHEMA_VERSION = 13
+# 14: the words and folding of the OpenSearch mapping (analysis.WORD_PATTERN, analysis.folded): "*" ends a word, "œ"
+# folds to "oe", "ß" to "ss", combining marks stay in words; 13: title and abstract index their reading (core.tex: TeX
+# as its words); 12: stored `added` and `changed` (core.arrival), the `added` column; 11: `venue` words for `venue:`
+# clauses, an acronym's plural stemmed as its singular; 10: stored `publication` (venue, date, citations, ORCID iDs),
+# the venue facet, date and citation columns; 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids in a column
+# (doc_order.py), no oldest-rank column; 7: stored `identifiers`
+SCHEMA_VERSION = 14
+
+
+class _Words:
+    """analysis.WORD_PATTERN as RegexTokenizer reads its expression (`finditer`, `pattern`), each text's
+    matches found by the pattern analysis.word_pattern chooses for it."""
+
+    pattern = WORD_PATTERN
+
+    @staticmethod
+    def finditer(text: str) -> Iterator[re.Match[str]]:
+        return word_pattern(text).finditer(text)
+
+
+class WordTokenizer(RegexTokenizer):
+    """The words both engines read (analysis.WORD_PATTERN). Pickled by name, as Whoosh pickles the schema
+    into the index: a change to the words is a new SCHEMA_VERSION."""
+
+    def __init__(self) -> None:
+        super().__init__(_Words())
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        type(self).__init__(self)
+
+
+class FoldFilter(Filter):
+    """Lowercase and ASCII folding as Lucene's filters do it (analysis.folded): "Œuvre" → "oeuvre"."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FoldFilter)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        for token in tokens:
+            token.text = folded(token.text)
+            yield token
+
+
+class RankedFilter(Filter):
+    """Drops the words ranked text does not keep (analysis.ranked), renumbering the others as Whoosh's
+    StopFilter does: the first kept word keeps its position, the next ones follow it."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RankedFilter)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __call__(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        position = None
+        for token in tokens:
+            if ranked(token.text):
+                if token.positions:
+                    if position is None:
+                        position = token.pos
+                    else:
+                        position += 1
+                        token.pos = position
+                token.stopped = False
+                yield token
+            elif not token.removestops:  # asked to keep stop words, marked as such
+                token.stopped = True
+                yield token
 
 
 class SnowballStemFilter(Filter):
@@ -99,19 +165,13 @@ def stem(word: str) -> str:
 
 
 def text_analyzer() -> Analyzer:
-    """Words, lowercased, accents folded, stop words dropped, Snowball-stemmed."""
-    return (
-        RegexTokenizer()
-        | LowercaseFilter()
-        | CharsetFilter(accent_map)
-        | StopFilter(STOP_WORDS, minsize=MIN_WORD_CHARS)
-        | SnowballStemFilter()
-    )
+    """Words, lowercased and folded to ASCII, stop words dropped, Snowball-stemmed."""
+    return WordTokenizer() | FoldFilter() | RankedFilter() | SnowballStemFilter()
 
 
 def unstemmed_analyzer() -> Analyzer:
     """Words case- and accent-folded but kept whole: exact phrases, names ("Müller" finds "muller")."""
-    return RegexTokenizer() | LowercaseFilter() | CharsetFilter(accent_map)
+    return WordTokenizer() | FoldFilter()
 
 
 class WordPairs(Filter):
@@ -135,7 +195,7 @@ def pair_analyzer() -> Analyzer:
 
 def value_analyzer() -> Analyzer:
     """Each line one whole case- and accent-folded value: a subject such as "cs.LG"."""
-    return RegexTokenizer(r"[^\s](?:[^\n]*[^\s])?") | LowercaseFilter() | CharsetFilter(accent_map)
+    return RegexTokenizer(r"[^\s](?:[^\n]*[^\s])?") | FoldFilter()
 
 
 def build_schema() -> Schema:

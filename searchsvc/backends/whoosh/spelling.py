@@ -7,18 +7,12 @@ from pathlib import Path
 
 from whoosh.searching import Searcher
 
-from searchsvc.backends.whoosh.schema import EXACT_FIELDS, unstemmed_analyzer
+from searchsvc.backends.whoosh.schema import EXACT_FIELDS
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core import typos
 from searchsvc.core.vocabulary import Vocabulary
 
 VOCABULARY_FILE = "vocabulary.json"
-_ANALYZER = unstemmed_analyzer()
-
-
-def unstemmed_tokens(text: str) -> list[str]:
-    """`text`'s words as the exact fields index them."""
-    return [token.text for token in _ANALYZER(text)]
 
 
 def write_vocabulary(generation: Path) -> None:

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchsvc.backends.analysis import WORD_PATTERN
+from searchsvc.backends.analysis import words
 from searchsvc.core import tex
 from searchsvc.core.tex import MATH_END, MATH_START, math_words, plain, reading, run_number, runs, unmarked
 
 
 def _words(text: str) -> list[str]:
-    return [match[0].lower() for match in re.finditer(WORD_PATTERN, text)]
+    return [word.lower() for word in words(text)]
 
 
 @pytest.mark.parametrize(

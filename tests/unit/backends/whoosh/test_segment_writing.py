@@ -27,6 +27,7 @@ TEXTS = [
     "Machine translation for machine translation: machine TRANSLATION",
     "a a a a b a a",  # a stop word between kept words: the renumbered positions
     "日本語の テキスト 和 中文 and עברית text; ٣٤٥ numbers ²³",
+    "L'Œuvre de *The Łódź, Ｆｕｌｌ æ ɔ nai\u0308ve 𠀀 𝐱 𐐀 x",  # Lucene's folding; words of two UTF-16 units
     "word " * 300,  # a long field: the length byte's precision
 ]
 
