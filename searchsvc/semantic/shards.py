@@ -43,6 +43,10 @@ class Shard:
         words = np.ascontiguousarray(keys, dtype=f"S{KEY_BYTES}").view(">u8").reshape(-1, KEY_BYTES // 8)
         return words[:, 0] % np.uint64(self.count) == np.uint64(self.number - 1)
 
+    def holds_key(self, key: str) -> bool:
+        """Whether the paper whose content key is `key` (hex, as the OpenSearch documents hold it) is this shard's."""
+        return bool(self.holds(np.array([bytes.fromhex(key)], dtype=f"S{KEY_BYTES}"))[0])
+
 
 def parse_shard(text: str) -> Shard:
     """`I/N` as a Shard; ShardError saying what is wrong otherwise."""

@@ -27,7 +27,7 @@ from searchsvc.backends.opensearch.facets import lookup_values
 from searchsvc.backends.opensearch.generations import Generations
 from searchsvc.backends.opensearch.hits import hit
 from searchsvc.backends.opensearch.journal import IndexJournal
-from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index_body
+from searchsvc.backends.opensearch.mapping import EMBEDDED, MAPPING_VERSION, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.suggesting import suggestions
@@ -235,14 +235,18 @@ class OpenSearchBackend:
         self.generations.load(actions, progress)
 
     def _earlier(self) -> list[str]:
-        """The published indices whose papers' vectors are the running encoder's (`_meta` says so):
-        a paper whose text they hold with a vector is loaded with it, wherever it was embedded."""
+        """The published indices holding vectors of the running encoder (`_meta` names it): a paper
+        whose text they hold with a vector is loaded with it, wherever it was embedded. None when
+        they hold no vector (ranking by meaning kept off): nothing to ask them for."""
         found = self.client.indices.get_mapping(index=self.alias, ignore=404)  # 404: no alias yet
         if found.get("status") == 404:
             return []
         name = self.vector_store.name
         return sorted(
-            index for index, body in found.items() if body["mappings"].get("_meta", {}).get(vectors.STORE_META) == name
+            index
+            for index, body in found.items()
+            if body["mappings"].get("_meta", {}).get(vectors.STORE_META) == name
+            and self.client.count(index=index, body={"query": {"term": {EMBEDDED: True}}})["count"]
         )
 
     def embed(self, progress: ProgressFactory, shard: Shard | None = None) -> int:

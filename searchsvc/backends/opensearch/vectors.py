@@ -136,11 +136,9 @@ def embed_index(
     order = _catalogue(client, index)
     keys = np.array([bytes.fromhex(key) for _id, key in order], dtype=f"S{KEY_BYTES}")
     scanned = _scanned(client, index, MISSING, ["title", "abstract", TEX, CONTENT_KEY])
-    lacking = {hit["_id"]: hit for hit in scanned}
+    # A shard keeps its own papers' texts alone: 1/N of the collection's in memory, not all of it.
+    lacking = {hit["_id"]: hit for hit in scanned if shard is None or shard.holds_key(hit["_source"][CONTENT_KEY])}
     wanted = np.array([paper_id in lacking for paper_id, _key in order], dtype=bool)
-    if shard is not None:
-        wanted &= shard.holds(keys)
-        lacking = {paper_id: lacking[paper_id] for (paper_id, _key), mine in zip(order, wanted, strict=True) if mine}
     by_key: dict[str, list[dict[str, Any]]] = {}
     for hit in lacking.values():
         by_key.setdefault(hit["_source"][CONTENT_KEY], []).append(hit)
