@@ -106,29 +106,31 @@ def _embed_into(
         base = base_keys(path)  # None: none yet, or not readable; rewritten below either way
         held = parts_keys(path) if base is None else np.concatenate([base, parts_keys(path)])
     found = holds(held, keys)
-    vectors = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
-    missing = np.flatnonzero(~found & share.chosen(keys)).tolist()
+    missing = np.flatnonzero(~found & share.chosen(keys))
+    # The vectors of `missing` alone: a shard of 30 million papers holds its own share, not 23 GB.
+    fresh = np.zeros((len(missing), DIMENSIONS), dtype=np.float16)
     appended = 0  # of `missing`, those already in a part
 
     def checkpoint(done: int) -> None:
         nonlocal appended
         if done > appended:
-            rows = missing[appended:done]
-            batch = StoredVectors(keys[rows], vectors[rows])
+            batch = StoredVectors(keys[missing[appended:done]], fresh[appended:done])
             with share.holding(path):
                 append(path, batch)
             share.saved(batch)
             appended = done
 
-    if missing:
+    if len(missing):
         with encoder(len(missing)) as encode_chunks:
-            _embed(missing, vectors, text, encode_chunks, progress, checkpoint)
+            _embed(missing, fresh, text, encode_chunks, progress, checkpoint)
     checkpoint(len(missing))
     if share.shard is None:  # a shard leaves the store's parts to the next whole run
         kept = found.copy()
         kept[missing] = True  # the others are neither stored nor embedded here (not `wanted`)
         if base is None or _compaction_due(len(held) + len(missing), int(kept.sum()), len(part_files(path))):
-            held_rows = np.flatnonzero(found)  # the others are embedded in `vectors` already
+            vectors = np.zeros((len(keys), DIMENSIONS), dtype=np.float16)
+            vectors[missing] = fresh
+            held_rows = np.flatnonzero(found)
             stored, there = find(path, keys[held_rows])
             vectors[held_rows[there]] = stored[there]
             save(path, StoredVectors(keys[kept], vectors[kept]))
@@ -141,23 +143,24 @@ def _compaction_due(rows: int, used: int, parts: int) -> bool:
 
 
 def _embed(
-    missing: list[int],
-    vectors: np.ndarray,
+    missing: np.ndarray,
+    fresh: np.ndarray,
     text: Callable[[int], str],
     encode_chunks: EncodeChunks,
     progress: ProgressFactory,
     checkpoint: Callable[[int], None],
 ) -> None:
-    """Fill the `missing` rows of `vectors`, telling `checkpoint` how many are done every CHECKPOINT_SECONDS.
+    """Fill `fresh` with the vectors of the `missing` rows, in order, telling `checkpoint` how many
+    are done every CHECKPOINT_SECONDS.
 
     Texts are read a chunk at a time, as the encoder asks for them: memory holds a few chunks'
     texts, not a collection's."""
     chunks = [missing[start : start + CHUNK] for start in range(0, len(missing), CHUNK)]
-    texts = ([text(i) for i in chunk] for chunk in chunks)
+    texts = ([text(i) for i in chunk.tolist()] for chunk in chunks)
     last, done = time.monotonic(), 0
     with progress("embedding", len(missing)) as advance:
         for chunk, chunk_vectors in zip(chunks, encode_chunks(texts), strict=True):
-            vectors[chunk] = chunk_vectors
+            fresh[done : done + len(chunk)] = chunk_vectors
             advance(len(chunk))
             done += len(chunk)
             if done < len(missing) and time.monotonic() - last >= CHECKPOINT_SECONDS:
