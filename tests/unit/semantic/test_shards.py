@@ -74,8 +74,7 @@ def test_shards_store_what_one_process_stores_each_embedding_only_its_own(tmp_pa
     assert embed_new(whole, KEYS, TEXTS.__getitem__, _encoder, _NO_PROGRESS) == len(TEXTS)
     sharded = tmp_path / "sharded" / "model.npz"
     embedded = [
-        embed_new(sharded, KEYS, TEXTS.__getitem__, _encoder, _NO_PROGRESS, Share(shard=Shard(n, 3)))
-        for n in (1, 2, 3)
+        embed_new(sharded, KEYS, TEXTS.__getitem__, _encoder, _NO_PROGRESS, Share(shard=Shard(n, 3))) for n in (1, 2, 3)
     ]
     assert sum(embedded) == len(TEXTS) and min(embedded) > 0
     assert _by_key(sharded) == _by_key(whole)
