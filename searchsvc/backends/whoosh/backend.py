@@ -229,7 +229,8 @@ class WhooshBackend:
         return generation.name
 
     def embed(self, progress: ProgressFactory, shard: Shard | None = None) -> int:
-        """Embed the published generation's papers that the vector store lacks; return how many.
+        """Embed the published generation's papers that the vector store lacks (of `shard` alone, if
+        given: the shards append to the store side by side); return how many.
 
         Runs after publishing, so a rebuild's new papers are searchable at once and ranked
         by meaning too once this finishes (GenerationVectors notices the store change).
