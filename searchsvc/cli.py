@@ -25,6 +25,7 @@ from searchsvc.ingest.sources import formats_described
 from searchsvc.operations import background_embedding, changes, synonyms, update
 from searchsvc.operations.rebuild import RebuildReport, rebuild
 from searchsvc.operations.search import search
+from searchsvc.semantic.shards import Shard, ShardError, parse_shard
 from searchsvc.settings import Settings, load_settings
 from searchsvc.settings.write_tokens import entry_for, new_token
 from searchsvc.terminal import ErrorStream, Quoted, say
@@ -192,21 +193,38 @@ def changes_export_command(group_index_dir: Path | None, file: Path, index_dir: 
 
 
 @main.command("embed")
+@click.option(
+    "--shard",
+    metavar="I/N",
+    callback=lambda _context, _param, value: _shard(value),
+    help="Embed only shard I of N (by content key), beside processes or machines embedding the others.",
+)
 @index_dir_option
-def embed_command(index_dir: Path | None) -> None:
+def embed_command(shard: Shard | None, index_dir: Path | None) -> None:
     """Embed the published papers that have no vector yet, so they are ranked by meaning too.
 
     Writes through the API leave this to a process of their own; run it after serving an index
-    built with ranking by meaning off, or to finish one whose embedding was stopped.
+    built with ranking by meaning off, or to finish one whose embedding was stopped. With
+    --shard I/N on N processes or machines, each embeds a share of the papers and writes their
+    vectors where every server and the next rebuild find them; a shard killed half-way embeds
+    only the rest when started again.
     """
     settings = _settings(index_dir)
     if not settings.semantic_ranking:
         raise click.UsageError("ranking by meaning is off (semantic_ranking): there is nothing to embed")
-    embedded = background_embedding.embed_pending(open_backend(settings), _progress_bar)
+    embedded = background_embedding.embed_pending(open_backend(settings), _progress_bar, shard)
     if embedded is None:
-        say("another process is embedding this index's papers; it embeds the rest too")
+        whose = "this index's papers" if shard is None else f"shard {shard} of this index's papers"
+        say(f"another process is embedding {whose}; it embeds the rest too")
     else:
-        say(f"{embedded} paper(s) embedded")
+        say(f"{embedded} paper(s) embedded" + ("" if shard is None else f" (shard {shard})"))
+
+
+def _shard(value: str | None) -> Shard | None:
+    try:
+        return None if value is None else parse_shard(value)
+    except ShardError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _print_change(report: update.ChangeReport, as_json: bool) -> None:

@@ -17,6 +17,7 @@ from searchsvc.core.query import Node, SimilarTo
 from searchsvc.core.ranking import CandidateSource, NearestSource, Ref
 from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
+from searchsvc.semantic.shards import Shard
 from searchsvc.settings import Settings
 
 # A page of results shows facets, highlights and "did you mean"; an export needs the papers only.
@@ -169,8 +170,10 @@ class Backend(Protocol):
         """How many journal entries the published generation includes, as published with it (None:
         nothing is published, or it was published before the engine kept that count)."""
 
-    def embed(self, progress: ProgressFactory) -> int:
-        """Store vectors for the published papers that lack them; return how many were embedded."""
+    def embed(self, progress: ProgressFactory, shard: Shard | None = None) -> int:
+        """Store vectors for the published papers that lack them (those of `shard` alone, beside the
+        processes embedding the other shards: semantic/shards.py), where every process serving the
+        index and the next rebuild find them; return how many were embedded."""
 
     def answer(
         self, request: SearchRequest, tree: Node | None, deadline: Deadline, purpose: Purpose

@@ -23,6 +23,7 @@ from searchsvc.backends import Backend, open_backend
 from searchsvc.core.errors import SearchsvcError
 from searchsvc.core.progress import ProgressFactory, no_progress
 from searchsvc.host import alone_until_unchanged, start_detached
+from searchsvc.semantic.shards import Shard
 from searchsvc.settings import Settings
 
 LOCK_FILE = ".embedding.lock"
@@ -43,11 +44,13 @@ def start(settings: Settings) -> None:
         )
 
 
-def embed_pending(backend: Backend, progress: ProgressFactory = no_progress) -> int | None:
-    """Embed every published paper that has no vector yet, until the published generation stays
-    the same; return how many were embedded, or None if another process was already at it."""
-    lock = backend.settings.vector_store_dir / LOCK_FILE
-    passes = alone_until_unchanged(lock, backend.published, lambda: backend.embed(progress))
+def embed_pending(backend: Backend, progress: ProgressFactory = no_progress, shard: Shard | None = None) -> int | None:
+    """Embed every published paper (of `shard` alone, if given) that has no vector yet, until the
+    published generation stays the same; return how many were embedded, or None if another process
+    was already at it (at this shard: those of other shards run beside it)."""
+    name = LOCK_FILE if shard is None else f"{LOCK_FILE.removesuffix('.lock')}-{shard.number}-of-{shard.count}.lock"
+    lock = backend.settings.vector_store_dir / name
+    passes = alone_until_unchanged(lock, backend.published, lambda: backend.embed(progress, shard))
     return None if passes is None else sum(passes)
 
 

@@ -223,11 +223,17 @@ Stamp = tuple[int, ...]
 
 
 def stamp(path: Path) -> Stamp | None:
-    """Changes whenever a file of the store at `path` is added, replaced or deleted (two stats)."""
+    """Changes whenever a file of the store at `path` is added, replaced or deleted (two stats);
+    None while the store has no file. A store may be parts alone, with no base: the shards of a
+    first embedding append parts (`embedding.Share`), and the next whole run compacts them."""
     try:
-        folder, base = os.stat(path.parent), os.stat(path)
+        folder = os.stat(path.parent)
     except FileNotFoundError:
         return None
+    try:
+        base = os.stat(path)
+    except FileNotFoundError:
+        return (folder.st_mtime_ns, 0, 0, 0) if part_files(path) else None
     return (folder.st_mtime_ns, base.st_ino, base.st_mtime_ns, base.st_size)
 
 

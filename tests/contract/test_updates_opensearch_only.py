@@ -274,8 +274,8 @@ def test_an_update_the_cluster_refuses_half_way_changes_nothing_searches_see(
     refused = write_jsonl(tmp_path / "refused.jsonl", records.batch(set()))
     documents = opensearch_backend.vectors.documents
 
-    def one_refused(papers: Any, store: Path) -> Iterator[dict[str, Any]]:
-        for number, document in enumerate(documents(papers, store)):
+    def one_refused(papers: Any, store: Path, *earlier: Any) -> Iterator[dict[str, Any]]:
+        for number, document in enumerate(documents(papers, store, *earlier)):
             yield document | ({"unmapped": 1} if number == 5 else {})  # the mapping is strict
 
     monkeypatch.setattr(opensearch_backend.vectors, "documents", one_refused)

@@ -172,6 +172,22 @@ def test_embed_gives_an_index_built_without_meaning_its_vectors(runner, index_di
     assert off.exit_code == 2 and "ranking by meaning is off" in off.stderr
 
 
+def test_embed_shards_each_embed_their_share_and_together_all(runner, index_dir: Path, write) -> None:
+    source = write("wombats.jsonl", jsonl([{"id": f"w{n}", "title": f"The wombat lattice {n}"} for n in range(12)]))
+    lexical = {"SEARCHSVC_SEMANTIC_RANKING": "false"}
+    assert invoke(runner, "rebuild", str(source), "--index-dir", str(index_dir), env=lexical).exit_code == 0
+    counts = []
+    for shard in ("1/2", "2/2"):
+        embedded = invoke(runner, "embed", "--shard", shard, "--index-dir", str(index_dir))
+        assert embedded.exit_code == 0 and embedded.stdout.endswith(f" paper(s) embedded (shard {shard})\n")
+        counts.append(int(embedded.stdout.split()[0]))
+    assert sum(counts) == 12 and min(counts) > 0
+    assert json.loads(invoke(runner, "status", "--index-dir", str(index_dir)).stdout)["semantic_ranking"] == "on"
+    assert invoke(runner, "embed", "--index-dir", str(index_dir)).stdout == "0 paper(s) embedded\n"
+    wrong = invoke(runner, "embed", "--shard", "3/2", "--index-dir", str(index_dir))
+    assert wrong.exit_code == 2 and "shard 3 of 2: the shard must be from 1 to 2" in wrong.stderr
+
+
 def test_a_second_rebuild_of_the_same_sources_publishes_nothing_and_force_rebuilds(runner, index_dir: Path) -> None:
     rebuilding = ("rebuild", str(SEEDS), "--index-dir", str(index_dir))
     lexical = {"SEARCHSVC_SEMANTIC_RANKING": "false"}

@@ -28,7 +28,7 @@ from searchsvc.backends.opensearch.facets import lookup_values
 from searchsvc.backends.opensearch.generations import Generations
 from searchsvc.backends.opensearch.hits import hit
 from searchsvc.backends.opensearch.journal import IndexJournal
-from searchsvc.backends.opensearch.mapping import MAPPING_VERSION, VECTOR, index_body
+from searchsvc.backends.opensearch.mapping import EMBEDDED, MAPPING_VERSION, VECTOR, index_body
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.suggesting import suggestions
@@ -47,6 +47,7 @@ from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.text import fold
 from searchsvc.semantic.selection import encoder_status, rebuild_encoder, vector_store
+from searchsvc.semantic.shards import Shard
 from searchsvc.settings import Settings
 
 ENGINE = "opensearch"
@@ -98,6 +99,7 @@ class OpenSearchBackend:
         name = self.generations.new_name()
         meta = {
             "mapping_version": MAPPING_VERSION,  # checked before searching (Generations.serving)
+            vectors.STORE_META: self.vector_store.name,  # whose vectors a later rebuild may take (`_earlier`)
             **provenance,
             "engine": f"{ENGINE} (opensearch-py {version('opensearch-py')})",
             "doc_count": len(collection),
@@ -229,12 +231,28 @@ class OpenSearchBackend:
         """Each paper, with its vector when the store already has one for its text."""
         actions = (
             {"_index": name, "_id": document["id"], "_source": document}
-            for document in vectors.documents(papers, self.vector_store)
+            for document in vectors.documents(papers, self.vector_store, self.client, self._earlier())
         )
         self.generations.load(actions, progress)
 
-    def embed(self, progress: ProgressFactory) -> int:
-        """Embed the published papers whose text is new and give each its vector; return how many.
+    def _earlier(self) -> list[str]:
+        """The published indices holding vectors of the running encoder (`_meta` names it): a paper
+        whose text they hold with a vector is loaded with it, wherever it was embedded. None when
+        they hold no vector (ranking by meaning kept off): nothing to ask them for."""
+        found = self.client.indices.get_mapping(index=self.alias, ignore=404)  # 404: no alias yet
+        if found.get("status") == 404:
+            return []
+        name = self.vector_store.name
+        return sorted(
+            index
+            for index, body in found.items()
+            if body["mappings"].get("_meta", {}).get(vectors.STORE_META) == name
+            and self.client.count(index=index, body={"query": {"term": {EMBEDDED: True}}})["count"]
+        )
+
+    def embed(self, progress: ProgressFactory, shard: Shard | None = None) -> int:
+        """Embed the published papers (of `shard` alone, if given) that have no vector and give each
+        its vector; return how many.
 
         Runs after publishing, so a rebuild's new papers are searchable at once, and ranked by
         meaning too once this finishes; the copies it rewrote are merged away after (merging.py).
@@ -244,7 +262,7 @@ class OpenSearchBackend:
         with cluster_errors(self._where):
             encoder = partial(rebuild_encoder, self.settings)
             embedded, rewritten = vectors.embed_index(
-                self.client, self.generations, self.vector_store, encoder, progress
+                self.client, self.generations, self.vector_store, encoder, progress, shard
             )
         if rewritten:
             merging.start(self.settings)
@@ -269,6 +287,7 @@ class OpenSearchBackend:
             embedded = {**encoder, "embedded_papers": count - missing}
         meta = dict(mapping.get("_meta", {}))
         meta.pop("mapping_version", None)
+        meta.pop(vectors.STORE_META, None)
         meta.pop(updates.PENDING, None)
         generation = updates.label(index, meta)
         return dict(

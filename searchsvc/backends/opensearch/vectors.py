@@ -2,10 +2,15 @@
 
 A paper's document holds the vector the content-keyed store (`semantic.store`) has for its
 text, as base64 of the same float16 bytes, so both engines fuse exactly the same numbers. A
-rebuild loads each paper with its vector when the store already has it; `embed_index` then
-embeds the papers whose text is new, writes their vectors into the published index with
-partial updates, and refreshes it: searches rank lexically until then (a tier is fused only
+rebuild loads each paper with its vector when the store already has it, or else the index it
+replaces has it for the same paper and text; `embed_index` then embeds the papers that have no
+vector in the cluster, writes their vectors into the published index with partial updates at
+each checkpoint, and refreshes it: searches rank lexically until then (a tier is fused only
 when each of its candidates has a vector).
+
+The cluster is therefore where vectors are kept for good, and the store on the machine that
+embeds is its cache: the shards of `searchsvc embed --shard I/N` can run on several machines,
+each with its own store, and a rebuild or a write on any machine finds all their vectors.
 """
 
 from __future__ import annotations
@@ -37,11 +42,13 @@ from searchsvc.core.errors import RebuildFailed, StorageFull
 from searchsvc.core.paper import Paper, catalogue_key
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.publication import Publication, date_bounds
-from searchsvc.semantic.embedding import embed_new
+from searchsvc.semantic.embedding import Share, embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
-from searchsvc.semantic.store import KEY_BYTES, content_key, find, paper_text
+from searchsvc.semantic.shards import Shard
+from searchsvc.semantic.store import KEY_BYTES, StoredVectors, content_key, find, lookup, paper_text
 
+STORE_META = "vectors"  # in an index's `_meta`: the vector store (its encoder's) its papers' vectors are of
 MISSING: Dsl = {"bool": {"must_not": [{"term": {EMBEDDED: True}}]}}  # papers without a vector yet
 _SCROLL = "5m"
 
@@ -74,12 +81,15 @@ def searched_publication(found: Publication) -> Dsl:
     return {VENUE: found.venue or None, FIRST_DAY: first, LAST_DAY: last, CITATIONS: found.citations}
 
 
-def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
+def documents(papers: Iterable[Paper], store: Path, client: OpenSearch, earlier: list[str]) -> Iterator[Dsl]:
     """Each paper's document, with its content key, and its vector when the store has one (read
-    from the store's files that hold them: an add's new papers do not read the whole store)."""
+    from the store's files that hold them: an add's new papers do not read the whole store), or
+    else the `earlier` indices hold one for the same paper and text (embedded on another machine)."""
     listed = list(papers)
     keys = np.array([paper_key(paper) for paper in listed], dtype=f"S{KEY_BYTES}")
     vectors, found = find(store, keys)
+    for index in earlier:
+        _fill_from(client, index, [paper.id for paper in listed], keys, vectors, found)
     for paper, key, vector, known in zip(listed, keys, vectors, found, strict=True):
         document = {
             **paper.stored(),
@@ -92,23 +102,50 @@ def documents(papers: Iterable[Paper], store: Path) -> Iterator[Dsl]:
         yield document
 
 
+def _fill_from(
+    client: OpenSearch, index: str, ids: list[str], keys: np.ndarray, vectors: np.ndarray, found: np.ndarray
+) -> None:
+    """Fill the rows not `found` with the vectors `index` holds for the same paper id and text."""
+    wanted = np.flatnonzero(~found)
+    for start in range(0, len(wanted), BULK_CHUNK):
+        rows = wanted[start : start + BULK_CHUNK]
+        docs = client.mget(index=index, body={"ids": [ids[row] for row in rows]}, _source=[CONTENT_KEY, VECTOR])
+        for row, doc in zip(rows.tolist(), docs["docs"], strict=True):
+            source = doc.get("_source") or {}
+            if VECTOR in source and source.get(CONTENT_KEY) == keys[row].hex():  # hex as `documents` writes it
+                vectors[row] = decoded(source[VECTOR])
+                found[row] = True
+
+
 def embed_index(
     client: OpenSearch,
     generations: Generations,
     store: Path,
     encoder: RebuildEncoder,
     progress: ProgressFactory,
+    shard: Shard | None = None,
 ) -> tuple[int, int]:
-    """Embed the published index's papers whose text the store lacks, give every paper that
-    has no vector yet its vector, and refresh; return how many papers were embedded, and how
-    many were rewritten with their vectors (each leaves a deleted copy for merging.py).
+    """Embed the published index's papers (of `shard` alone, if given) that have no vector yet and
+    whose text the store lacks, give each of them its vector, and refresh, a checkpoint at a time;
+    return how many papers were embedded, and how many were rewritten with their vectors (each
+    leaves a deleted copy for merging.py).
 
     Safe beside an update publishing (a write through the API does not wait for its papers'
     embedding): a vector is written only into the very version of the paper it was read from."""
     index = generations.serving()
-    order = _catalogue(client, index)
+    scanned = _scanned(client, index, MISSING, ["title", "abstract", TEX, CONTENT_KEY])
+    # A shard keeps its own papers alone in memory, 1/N of the collection, and never compacts the
+    # store: it needs no catalogue (half a kilobyte a paper, 16 GB at 30 million papers).
+    lacking = {hit["_id"]: hit for hit in scanned if shard is None or shard.holds_key(hit["_source"][CONTENT_KEY])}
+    order = (
+        _catalogue(client, index) if shard is None else [(i, hit["_source"][CONTENT_KEY]) for i, hit in lacking.items()]
+    )
     keys = np.array([bytes.fromhex(key) for _id, key in order], dtype=f"S{KEY_BYTES}")
-    lacking = {hit["_id"]: hit for hit in _scanned(client, index, MISSING, ["title", "abstract", TEX, CONTENT_KEY])}
+    wanted = np.array([paper_id in lacking for paper_id, _key in order], dtype=bool)
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for hit in lacking.values():
+        by_key.setdefault(hit["_source"][CONTENT_KEY], []).append(hit)
+    written = 0
 
     def text(i: int) -> str:
         paper_id = order[i][0]
@@ -116,11 +153,31 @@ def embed_index(
         source = as_written(hit["_source"] if hit else client.get(index=index, id=paper_id)["_source"])
         return paper_text(source["title"], source.get("abstract") or "")  # as written: the store's keys
 
-    embedded = embed_new(store, keys, text, encoder, progress)
-    written = _write(client, _updates(index, store, lacking.values())) if lacking else 0
+    def saved(batch: StoredVectors) -> None:
+        """Write a checkpoint's vectors into the cluster at once: a process killed later, or a
+        machine lost, loses none of them."""
+        nonlocal written
+        hits = [hit for key in batch.keys for hit in by_key.pop(key.hex(), [])]
+        written += _write_refreshed(client, index, _updates(index, batch, hits))
+
+    embedded = embed_new(store, keys, text, encoder, progress, Share(shard, wanted, saved))
+    rest = [hit for hits in by_key.values() for hit in hits]  # stored before this run: not written yet
+    if rest:
+        keys_left = np.array([bytes.fromhex(hit["_source"][CONTENT_KEY]) for hit in rest], dtype=f"S{KEY_BYTES}")
+        stored, there = find(store, keys_left)
+        known = [hit for hit, is_there in zip(rest, there, strict=True) if is_there]
+        written += _write_refreshed(
+            client, index, _updates(index, StoredVectors(keys_left[there], stored[there]), known)
+        )
+    return embedded, written
+
+
+def _write_refreshed(client: OpenSearch, index: str, updates: Iterable[Dsl]) -> int:
+    """`_write` the updates, then refresh if any was made: a restarted shard scans what is still missing."""
+    written = _write(client, updates)
     if written:
         client.indices.refresh(index=index)
-    return embedded, written
+    return written
 
 
 def _catalogue(client: OpenSearch, index: str) -> list[tuple[str, str]]:
@@ -131,13 +188,14 @@ def _catalogue(client: OpenSearch, index: str) -> list[tuple[str, str]]:
     return [(paper_id, source[CONTENT_KEY]) for source, paper_id in found]
 
 
-def _updates(index: str, store: Path, hits: Iterable[dict[str, Any]]) -> Iterator[Dsl]:
-    """Partial updates giving each scanned paper its stored vector, each conditional on the paper
-    being still the version scanned (an update published meanwhile changes its sequence number)."""
+def _updates(index: str, stored: StoredVectors, hits: Iterable[dict[str, Any]]) -> Iterator[Dsl]:
+    """Partial updates giving each scanned paper its vector among `stored` (each has one), each
+    conditional on the paper being still the version scanned (an update published meanwhile
+    changes its sequence number)."""
     listed = list(hits)
     keys = np.array([bytes.fromhex(hit["_source"][CONTENT_KEY]) for hit in listed], dtype=f"S{KEY_BYTES}")
-    vectors, found = find(store, keys)
-    for hit, vector, known in zip(listed, vectors, found, strict=True):
+    rows, found = lookup(stored, keys)
+    for hit, row, known in zip(listed, rows.tolist(), found, strict=True):
         if known:
             yield {
                 "_op_type": "update",
@@ -145,7 +203,7 @@ def _updates(index: str, store: Path, hits: Iterable[dict[str, Any]]) -> Iterato
                 "_id": hit["_id"],
                 "if_seq_no": hit["_seq_no"],
                 "if_primary_term": hit["_primary_term"],
-                "doc": vector_fields(vector),
+                "doc": vector_fields(stored.vectors[row]),
             }
 
 

@@ -43,7 +43,9 @@ from searchsvc.core.query import Node, SimilarTo
 from searchsvc.core.ranking import RELATED_KEY_TERMS, related_order, rocchio
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.tex import reading
+from searchsvc.semantic.embedding import Share
 from searchsvc.semantic.selection import encoder_status, rebuild_encoder, vector_store
+from searchsvc.semantic.shards import Shard
 from searchsvc.settings import Settings
 
 ENGINE = "whoosh-reloaded"
@@ -226,8 +228,9 @@ class WhooshBackend:
         self.store.prune()
         return generation.name
 
-    def embed(self, progress: ProgressFactory) -> int:
-        """Embed the published generation's papers that the vector store lacks; return how many.
+    def embed(self, progress: ProgressFactory, shard: Shard | None = None) -> int:
+        """Embed the published generation's papers that the vector store lacks (of `shard` alone, if
+        given: the shards append to the store side by side); return how many.
 
         Runs after publishing, so a rebuild's new papers are searchable at once and ranked
         by meaning too once this finishes (GenerationVectors notices the store change).
@@ -238,7 +241,8 @@ class WhooshBackend:
         # generation from being pruned by the next rebuild.
         hold = self.store.hold_current()
         try:
-            return embed_generation(hold.path, self.vector_store, partial(rebuild_encoder, self.settings), progress)
+            encoder = partial(rebuild_encoder, self.settings)
+            return embed_generation(hold.path, self.vector_store, encoder, progress, Share(shard=shard))
         finally:
             hold.release()
 

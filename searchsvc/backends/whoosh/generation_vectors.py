@@ -20,7 +20,7 @@ from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core.errors import IndexUnavailable
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.host import AST_LOCK, beside
-from searchsvc.semantic.embedding import embed_new
+from searchsvc.semantic.embedding import Share, embed_new
 from searchsvc.semantic.encoder import DIMENSIONS
 from searchsvc.semantic.selection import RebuildEncoder
 from searchsvc.semantic.store import (
@@ -54,13 +54,16 @@ def write_content_keys(generation: Path) -> None:
     np.save(generation / KEYS_FILE, keys)
 
 
-def embed_generation(generation: Path, store: Path, encoder: RebuildEncoder, progress: ProgressFactory) -> int:
-    """Store a vector for each paper of `generation`; return how many were not stored yet."""
+def embed_generation(
+    generation: Path, store: Path, encoder: RebuildEncoder, progress: ProgressFactory, share: Share
+) -> int:
+    """Store a vector for each paper of `generation` that `share` gives this process; return how many
+    were not stored yet."""
     ix = open_index(generation)
     try:
         with ix.searcher() as searcher:
             keys = read_content_keys(generation, searcher.doc_count_all())
-            return embed_new(store, keys, partial(text_of, searcher), encoder, progress)
+            return embed_new(store, keys, partial(text_of, searcher), encoder, progress, share)
     finally:
         ix.close()
 

@@ -16,6 +16,7 @@ from searchsvc.core.progress import ProgressFactory
 from searchsvc.host import alone
 from searchsvc.operations import background_embedding, update
 from searchsvc.operations.background_embedding import embed_pending
+from searchsvc.semantic.shards import Shard
 from searchsvc.settings import load_settings
 from tests.helpers.apps import settings_for
 from tests.helpers.indexes import MakeIndex
@@ -61,8 +62,8 @@ class _WriteWhileEmbedding:
     def published(self) -> str | None:
         return self.backend.published()
 
-    def embed(self, progress: ProgressFactory) -> int:
-        embedded = self.backend.embed(progress)
+    def embed(self, progress: ProgressFactory, shard: Shard | None = None) -> int:
+        embedded = self.backend.embed(progress, shard)
         write, self._write = self._write, lambda: None
         write()
         return embedded
