@@ -32,10 +32,13 @@ class Suggestion:
 
 @dataclass(frozen=True)
 class Typed:
-    """A query split into what is kept and the folded start of the word being typed."""
+    """A query split into what is kept and the start of the word being typed: folded as names are
+    (`prefix`, which authors are matched by) and as written (`written`, which each engine folds as
+    it folds the words it indexes: backends.analysis)."""
 
     kept: str
     prefix: str
+    written: str
 
 
 def typed(q: str) -> Typed | None:
@@ -47,7 +50,7 @@ def typed(q: str) -> Typed | None:
     prefix = fold(found["last"])
     if _PLAIN_WORD.fullmatch(prefix) is None:
         return None
-    return Typed(found["kept"], prefix)
+    return Typed(found["kept"], prefix, found["last"])
 
 
 def combine(start: Typed, words: list[tuple[str, int]], authors: list[tuple[str, int]], limit: int) -> list[Suggestion]:

@@ -117,3 +117,16 @@ def test_the_words_and_folding_are_the_test_clusters_own(opensearch_cluster: Clu
         assert tables_module(client) == TABLES.read_text(encoding="ascii")
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("typed", ["œuv", "Łód", "æsth", "STRAS", "ｆｉｎ"], ids=json.dumps)
+def test_a_word_being_typed_is_folded_as_the_words_it_completes(both: dict[str, FlaskClient], typed: str) -> None:
+    """Suggestions as you type: the typed start of a word is folded as the index folds its words, so
+    "œuv" completes "oeuvre" on both engines (authors are matched by their own folding)."""
+    found = {}
+    for kind in BACKENDS:
+        answer = both[kind].get("/api/suggest", query_string={"q": typed})
+        assert answer.status_code == 200, answer.json
+        found[kind] = [(s["value"], s["papers"]) for s in answer.json["suggestions"] if s["kind"] == "word"]
+    assert found["opensearch"] == found["whoosh"]
+    assert found["whoosh"], typed

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from searchsvc.backends.analysis import suggestible
+from searchsvc.backends.analysis import folded, suggestible
 from searchsvc.backends.opensearch import search_bodies
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.mapping import TEXT_FIELDS
@@ -34,7 +34,7 @@ def suggestions(
     buckets = searches.search(authors_body, scored=False)["aggregations"]["authors"]["buckets"]
     names = [(bucket["shown"]["buckets"][0]["key"], bucket["doc_count"]) for bucket in buckets]
     authors = [(name, papers) for name, papers in names if has_word_starting(name, start.prefix)]
-    words = _completed_words(searches, start.prefix, among, timeout, check)
+    words = _completed_words(searches, folded(start.written), among, timeout, check)
     return combine(start, most_papers_first(words, limit), most_papers_first(authors, limit), limit)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from searchsvc.backends.analysis import suggestible
+from searchsvc.backends.analysis import folded, suggestible
 from searchsvc.backends.whoosh.completion import Completions
 from searchsvc.backends.whoosh.facets import FacetIndex, Mask
 from searchsvc.backends.whoosh.postings import Postings
@@ -41,7 +41,7 @@ class GenerationCompletions:
     authors: Completions
 
     def suggest(self, start: Typed, limit: int) -> list[Suggestion]:
-        words = self.words.top(start.prefix, limit)
+        words = self.words.top(folded(start.written), limit)
         authors = self.authors.top(start.prefix, limit)
         return combine(start, words, authors, limit)
 
@@ -49,7 +49,7 @@ class GenerationCompletions:
         self, start: Typed, among: Mask, postings: Postings, facets: FacetIndex, limit: int, check: Callable[[], None]
     ) -> list[Suggestion]:
         """Completions counted among the papers of `among` alone; those none of them hold left out."""
-        words = _counted_words(self.words.with_prefix(start.prefix), among, postings, limit, check)
+        words = _counted_words(self.words.with_prefix(folded(start.written)), among, postings, limit, check)
         check()
         held = facets.papers_among("author", among)
         authors = [(name, held[name]) for name, _ in self.authors.with_prefix(start.prefix) if name in held]
