@@ -123,9 +123,14 @@ class SegmentWords:
     bytes a document), the words of the few documents asked for as they are asked for. Not
     memory-mapped, for the reason whoosh/unmapped.py gives."""
 
-    def __init__(self, path: Path, doc_count: int) -> None:
-        """Raises ValueError or OSError when the file is not what it should be: bytes on disk are untrusted."""
+    def __init__(self, path: Path, starts: Ints, shared: frozenset[int]) -> None:
         self._path = path
+        self._starts = starts  # document number → where its words start; one more: where the last ends
+        self.shared = shared
+
+    @classmethod
+    def read(cls, path: Path, doc_count: int) -> SegmentWords:
+        """Raises ValueError or OSError when the file is not what it should be: bytes on disk are untrusted."""
         with path.open("rb") as stream:
             size = os.fstat(stream.fileno()).st_size
             if size < _TRAILER.size:
@@ -140,11 +145,17 @@ class SegmentWords:
             if tables > size - _TRAILER.size:
                 raise ValueError("it is too short")
             stream.seek(size - _TRAILER.size - tables)
-            self.shared = frozenset(np.frombuffer(_read(stream, 4 * shared), dtype=_UINT32).tolist())
+            hashes = frozenset(np.frombuffer(_read(stream, 4 * shared), dtype=_UINT32).tolist())
             ends = np.frombuffer(_read(stream, 8 * count), dtype=_UINT64).astype(np.int64)
-        self._starts = np.concatenate(([0], ends))
-        if np.any(np.diff(self._starts) < 0) or 4 * int(self._starts[-1]) != size - _TRAILER.size - tables:
+        starts = np.concatenate(([0], ends))
+        if np.any(np.diff(starts) < 0) or 4 * int(starts[-1]) != size - _TRAILER.size - tables:
             raise ValueError("its document ends do not match its size")
+        return cls(path, starts, hashes)
+
+    def beside(self, directory: Path) -> SegmentWords:
+        """The same sequences read from `directory`, a later generation the file is linked into: the
+        generation this was read from is removed once no reader holds it."""
+        return SegmentWords(directory / self._path.name, self._starts, self.shared)
 
     def holding(self, docs: Ints, words: Sequence[bytes]) -> Ints | None:
         """Those of `docs` (document numbers in the segment, ascending) where `words` stand side by
@@ -155,14 +166,19 @@ class SegmentWords:
         starts = self._starts[docs]
         lengths = self._starts[docs + 1] - starts
         places = zip((4 * lengths).tolist(), (4 * starts).tolist(), strict=True)
-        fd = os.open(self._path, os.O_RDONLY)
         try:
-            read = b"".join([os.pread(fd, size, at) for size, at in places])
-        finally:
-            os.close(fd)
+            fd = os.open(self._path, os.O_RDONLY)
+            try:
+                read = b"".join([os.pread(fd, size, at) for size, at in places])
+            finally:
+                os.close(fd)
+        except OSError as exc:  # the file is the segment's, checked when read: said, and the positions decide
+            log.warning("matching a phrase from positions, not %s: %s", self._path, exc)
+            return None
         sequence = np.frombuffer(read, dtype=_UINT32)
         if len(sequence) != int(lengths.sum()):
-            raise OSError(f"{self._path} ended early")
+            log.warning("matching a phrase from positions, not %s: it ended early", self._path)
+            return None
         return docs[_phrase_in(sequence, np.cumsum(lengths), hashes)]
 
 
@@ -194,7 +210,11 @@ class GenerationWords:
 
     def __init__(self, directory: Path, previous: GenerationWords | None = None) -> None:
         self._directory = directory
-        self._opened: dict[tuple[str, str], SegmentWords | None] = dict(previous._opened) if previous else {}
+        self._opened: dict[tuple[str, str], SegmentWords | None] = {}
+        if previous is not None:  # each segment's file is linked into this generation too
+            self._opened = {
+                key: None if words is None else words.beside(directory) for key, words in previous._opened.items()
+            }
 
     def of(self, segment_id: str, field: str, doc_count: int) -> SegmentWords | None:
         key = (segment_id, field)
@@ -207,7 +227,7 @@ class GenerationWords:
         if not path.exists():
             return None
         try:
-            return SegmentWords(path, doc_count)
+            return SegmentWords.read(path, doc_count)
         except (OSError, ValueError, struct.error) as exc:
             log.warning("matching phrases in segment %s from positions, not %s: %s", segment_id, path, exc)
             return None

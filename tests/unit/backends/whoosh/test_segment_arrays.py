@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,21 @@ def test_a_value_table_extended_step_by_step_orders_values_as_one_sort() -> None
     ] == alphabetical
     assert sorted(table.display_rank.tolist()) == list(range(len(table.values)))
     assert table.extended(names[:10]) is table  # nothing new: the same table, not a copy
+
+
+def test_phrases_read_word_sequences_from_the_generation_served_once_the_previous_is_removed(
+    make_index: MakeIndex, index_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A re-open keeps the sequences it had read (each segment's file is linked into the new
+    generation), and reads them from there: the generation they were first read from is removed
+    once no reader holds it, as a running server's churn showed (500s on every such phrase)."""
+    backend = make_index(made_up_papers("wombat", 30), semantic_ranking=False)
+    first = _generation(index_dir)
+    assert search(backend, SearchRequest(q='"the wombat lattice"')).total == 30  # its sequences read
+    update.add(backend, [write_jsonl(tmp_path / "more.jsonl", made_up_papers("numbat", 3))])
+    assert search(backend, SearchRequest(q='"the numbat lattice"')).total == 3  # the new generation open
+    shutil.rmtree(first)  # as pruning does
+    with caplog.at_level(logging.WARNING):
+        assert search(backend, SearchRequest(q='"the wombat lattice"')).total == 30
+        assert search(backend, SearchRequest(q='"lattice the wombat"')).total == 0
+    assert "from positions" not in caplog.text

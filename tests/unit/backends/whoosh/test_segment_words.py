@@ -34,7 +34,7 @@ def _written(folder: Path, documents: dict[int, list[bytes]], doc_count: int, se
 
 
 def _holding(path: Path, doc_count: int, docs: list[int], phrase: str) -> list[int] | None:
-    found = SegmentWords(path, doc_count).holding(np.array(docs, dtype=np.int64), phrase.encode().split())
+    found = SegmentWords.read(path, doc_count).holding(np.array(docs, dtype=np.int64), phrase.encode().split())
     return None if found is None else found.tolist()
 
 
@@ -73,7 +73,7 @@ def test_words_sharing_a_hash_leave_their_phrases_to_positions(tmp_path: Path) -
     assert _holding(path, 2, [0, 1], "a plumless") is None
     assert _holding(path, 2, [0, 1], "buckeroo dog") is None
     assert _holding(path, 2, [0, 1], "a cat") == []
-    assert SegmentWords(path, 2).shared == {word_hash(b"plumless")}
+    assert SegmentWords.read(path, 2).shared == {word_hash(b"plumless")}
 
 
 @pytest.mark.parametrize(
