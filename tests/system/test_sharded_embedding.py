@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,17 +116,7 @@ def test_a_shard_killed_after_a_checkpoint_loses_only_its_unsaved_batch(
     assert 2 * CHUNK < size < PAPERS - 2 * CHUNK
 
     victim = _shard(sharded, "1/2", tmp_path / "killed")
-    try:
-        deadline = time.monotonic() + 300
-        while not (saved := _embedded(client, sharded["opensearch_index"])):
-            assert victim.poll() is None, f"the shard ended before a checkpoint: {victim.communicate()[1]!r}"
-            assert time.monotonic() < deadline, "no checkpoint reached the cluster"
-            time.sleep(0.02)
-        victim.send_signal(signal.SIGKILL)
-    finally:
-        victim.kill()
-        victim.communicate()
-    assert victim.returncode == -signal.SIGKILL
+    _kill_after_a_checkpoint(victim, lambda: _embedded(client, sharded["opensearch_index"]))
     # Every copy as the cluster holds it after the kill: a scheduled refresh may have shown the
     # victim's last bulk on one shard copy before its own refresh reached every copy.
     client.indices.refresh(index=sharded["opensearch_index"])
@@ -170,16 +161,7 @@ def test_whoosh_shards_share_one_store_and_a_killed_one_loses_only_its_unsaved_b
     size = int(Shard(1, 2).holds(reference.keys).sum())
 
     victim = _shard(sharded, "1/2", tmp_path / "killed")
-    try:
-        deadline = time.monotonic() + 300
-        while not (saved := sum(len(load_file(part).keys) for part in part_files(store))):
-            assert victim.poll() is None, f"the shard ended before a checkpoint: {victim.communicate()[1]!r}"
-            assert time.monotonic() < deadline, "no checkpoint was written"
-            time.sleep(0.02)
-        victim.send_signal(signal.SIGKILL)
-    finally:
-        victim.kill()
-        victim.communicate()
+    _kill_after_a_checkpoint(victim, lambda: sum(len(load_file(part).keys) for part in part_files(store)))
     saved = len(load(store).keys)
     assert 0 < saved < size
 
@@ -193,3 +175,18 @@ def test_whoosh_shards_share_one_store_and_a_killed_one_loses_only_its_unsaved_b
     rows, there = lookup(found, reference.keys)
     assert there.all() and np.array_equal(found.vectors[rows], reference.vectors)
     assert open_backend(load_settings(sharded, environ={})).status()["semantic_ranking"] == "on"
+
+
+def _kill_after_a_checkpoint(victim: subprocess.Popen[str], saved: Callable[[], int]) -> None:
+    """SIGKILL the shard `victim` as soon as `saved()` finds some of its vectors saved."""
+    try:
+        deadline = time.monotonic() + 300
+        while not saved():
+            assert victim.poll() is None, f"the shard ended before a checkpoint: {victim.communicate()[1]!r}"
+            assert time.monotonic() < deadline, "no checkpoint was saved"
+            time.sleep(0.02)
+        victim.send_signal(signal.SIGKILL)
+    finally:
+        victim.kill()
+        victim.communicate()
+    assert victim.returncode == -signal.SIGKILL
