@@ -105,6 +105,10 @@ SHARED_FIXTURE_GROUPS = {
         "tests/contract/test_updates_opensearch_only.py",
         "tests/contract/test_both_backends_agree.py",
         "tests/contract/test_analysis_parity.py",
+        "tests/contract/test_deep_pages.py",  # these set both engines up in one module fixture
+        "tests/contract/test_math.py",
+        "tests/contract/test_rare_suggestions.py",
+        "tests/system/test_sharded_embedding.py",
     ),
     "acl": (
         "tests/system/test_request_budget.py",
