@@ -58,7 +58,7 @@ class _Hashes(dict[bytes, int]):
     def __missing__(self, word: bytes) -> int:
         if len(self) >= _HASHES_KEPT:
             self.clear()
-        found = self[word] = crc32(word)
+        found = self[word] = word_hash(word)
         return found
 
 
@@ -87,7 +87,7 @@ class SequenceWriter:
     def note_term(self, term: bytes) -> None:
         """Told each of the field's terms as the segment's postings are written: the words its
         sequences hold, whose shared hashes the file lists."""
-        self._terms.append(crc32(term))
+        self._terms.append(word_hash(term))
 
     def finish(self, doc_count: int) -> None:
         self._end_at(doc_count)
