@@ -32,13 +32,16 @@ class Suggestion:
 
 @dataclass(frozen=True)
 class Typed:
-    """A query split into what is kept and the start of the word being typed: folded as names are
-    (`prefix`, which authors are matched by) and as written (`written`, which each engine folds as
-    it folds the words it indexes: backends.analysis)."""
+    """A query split into what is kept and the start of the word being typed, as written (which
+    each engine folds as it folds the words it indexes: backends.analysis)."""
 
     kept: str
-    prefix: str
     written: str
+
+    @property
+    def prefix(self) -> str:
+        """The start of the word folded as names are: what authors are matched by."""
+        return fold(self.written)
 
 
 def typed(q: str) -> Typed | None:
@@ -47,10 +50,8 @@ def typed(q: str) -> Typed | None:
     found = _LAST_WORD.match(q)
     if found is None or found["kept"].count('"') % 2:  # inside an open phrase
         return None
-    prefix = fold(found["last"])
-    if _PLAIN_WORD.fullmatch(prefix) is None:
-        return None
-    return Typed(found["kept"], prefix, found["last"])
+    start = Typed(found["kept"], found["last"])
+    return start if _PLAIN_WORD.fullmatch(start.prefix) else None
 
 
 def combine(start: Typed, words: list[tuple[str, int]], authors: list[tuple[str, int]], limit: int) -> list[Suggestion]:

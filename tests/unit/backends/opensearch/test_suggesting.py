@@ -42,9 +42,7 @@ class Cluster:
 
 def _suggested(cluster: Cluster, checks: list[str]) -> list[tuple[str, int]]:
     searches: Any = cluster
-    found = suggesting.suggestions(
-        searches, Typed("", "mo", "mo"), MATCH_ALL, 8, lambda: TIMEOUT, lambda: checks.append("x")
-    )
+    found = suggesting.suggestions(searches, Typed("", "mo"), MATCH_ALL, 8, lambda: TIMEOUT, lambda: checks.append("x"))
     return [(suggestion.value, suggestion.papers) for suggestion in found]
 
 
