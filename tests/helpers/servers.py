@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -277,3 +277,19 @@ class ClientThreads:
 
     def _client(self, number: int) -> None:
         raise NotImplementedError
+
+
+def kill_once(victim: subprocess.Popen[Any], done: Callable[[], object], what: str, pause_s: float = 0.01) -> None:
+    """SIGKILL `victim` (its stderr a pipe) as soon as `done()` holds, looking every `pause_s` for
+    300 s at most: it must still be running until then, and end by the signal."""
+    try:
+        deadline = time.monotonic() + 300
+        while not done():
+            assert victim.poll() is None, f"the {what} ended before a checkpoint: {victim.communicate()[1]!r}"
+            assert time.monotonic() < deadline, "no checkpoint was saved"
+            time.sleep(pause_s)
+        victim.send_signal(signal.SIGKILL)
+    finally:
+        victim.kill()
+        victim.communicate()
+    assert victim.returncode == -signal.SIGKILL

@@ -5,10 +5,8 @@ for a finished one."""
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,7 @@ from searchsvc.semantic.selection import model_id
 from searchsvc.semantic.store import load, lookup, part_files, store_file
 from searchsvc.settings import load_settings
 from tests.helpers.paths import REPO, SHARED_ACL
-from tests.helpers.servers import SEARCHSVC, environment
+from tests.helpers.servers import SEARCHSVC, environment, kill_once
 
 pytestmark = [
     pytest.mark.reliability,
@@ -57,17 +55,7 @@ def kill_after_a_checkpoint(index_dir: Path, source: Path) -> int:
     env = environment(SEARCHSVC_INDEX_DIR=str(index_dir))
     command = [sys.executable, "-c", _FREQUENT_CHECKPOINTS, "rebuild", str(source)]
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as victim:
-        try:
-            deadline = time.monotonic() + 300
-            while not read_strictly(store):
-                assert victim.poll() is None, f"the rebuild ended before a checkpoint: {victim.stderr.read()!r}"
-                assert time.monotonic() < deadline, "no checkpoint was written"
-                time.sleep(0.01)
-            victim.send_signal(signal.SIGKILL)
-        finally:
-            victim.kill()
-            victim.wait()
-    assert victim.returncode == -signal.SIGKILL
+        kill_once(victim, lambda: read_strictly(store), "rebuild")
     return read_strictly(store)
 
 

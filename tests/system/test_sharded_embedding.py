@@ -7,11 +7,8 @@ with an empty vector store finds in the cluster."""
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +26,7 @@ from searchsvc.semantic.store import load, load_file, lookup, part_files
 from searchsvc.settings import load_settings
 from tests.helpers.backends import BackendFactory
 from tests.helpers.paths import REPO, SHARED_ACL
-from tests.helpers.servers import environment
+from tests.helpers.servers import environment, kill_once
 
 pytestmark = [
     pytest.mark.reliability,
@@ -116,7 +113,7 @@ def test_a_shard_killed_after_a_checkpoint_loses_only_its_unsaved_batch(
     assert 2 * CHUNK < size < PAPERS - 2 * CHUNK
 
     victim = _shard(sharded, "1/2", tmp_path / "killed")
-    _kill_after_a_checkpoint(victim, lambda: _embedded(client, sharded["opensearch_index"]))
+    kill_once(victim, lambda: _embedded(client, sharded["opensearch_index"]), "shard", pause_s=0.02)
     # Every copy as the cluster holds it after the kill: a scheduled refresh may have shown the
     # victim's last bulk on one shard copy before its own refresh reached every copy.
     client.indices.refresh(index=sharded["opensearch_index"])
@@ -161,7 +158,7 @@ def test_whoosh_shards_share_one_store_and_a_killed_one_loses_only_its_unsaved_b
     size = int(Shard(1, 2).holds(reference.keys).sum())
 
     victim = _shard(sharded, "1/2", tmp_path / "killed")
-    _kill_after_a_checkpoint(victim, lambda: sum(len(load_file(part).keys) for part in part_files(store)))
+    kill_once(victim, lambda: sum(len(load_file(part).keys) for part in part_files(store)), "shard", pause_s=0.02)
     saved = len(load(store).keys)
     assert 0 < saved < size
 
@@ -175,18 +172,3 @@ def test_whoosh_shards_share_one_store_and_a_killed_one_loses_only_its_unsaved_b
     rows, there = lookup(found, reference.keys)
     assert there.all() and np.array_equal(found.vectors[rows], reference.vectors)
     assert open_backend(load_settings(sharded, environ={})).status()["semantic_ranking"] == "on"
-
-
-def _kill_after_a_checkpoint(victim: subprocess.Popen[str], saved: Callable[[], int]) -> None:
-    """SIGKILL the shard `victim` as soon as `saved()` finds some of its vectors saved."""
-    try:
-        deadline = time.monotonic() + 300
-        while not saved():
-            assert victim.poll() is None, f"the shard ended before a checkpoint: {victim.communicate()[1]!r}"
-            assert time.monotonic() < deadline, "no checkpoint was saved"
-            time.sleep(0.02)
-        victim.send_signal(signal.SIGKILL)
-    finally:
-        victim.kill()
-        victim.communicate()
-    assert victim.returncode == -signal.SIGKILL
