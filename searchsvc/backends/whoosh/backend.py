@@ -122,11 +122,11 @@ class WhooshBackend:
         """
 
         def write(generation: Path) -> None:
-            write_index(generation, collection, self.settings.build_memory_mb, progress)
+            written = write_index(generation, collection, self.settings.build_memory_mb, progress)
             segment_arrays.write_missing(generation)
             self._check(generation, len(collection))
-            write_content_keys(generation)
-            write_vocabulary(generation)
+            write_content_keys(generation, written.keys)
+            write_vocabulary(generation, written.words)
 
         return self._publish(write, collection, provenance, ready, {})
 

@@ -41,17 +41,15 @@ KEYS_FILE = "content-keys.npy"  # the content key of each document, by document 
 Placement = list[tuple[str, int, int]]  # (segment id, first document number, documents) of each segment
 
 
-def write_content_keys(generation: Path) -> None:
-    """Record which text each document's vector is computed from, before the generation is published."""
-    ix = open_index(generation)
-    try:
-        with ix.searcher() as searcher:
-            keys = np.zeros(searcher.doc_count_all(), dtype=f"S{KEY_BYTES}")
-            for docnum in range(len(keys)):
-                keys[docnum] = content_key(text_of(searcher, docnum))
-    finally:
-        ix.close()
-    np.save(generation / KEYS_FILE, keys)
+def write_content_keys(generation: Path, keys: bytes) -> None:
+    """Record which text each document's vector is computed from (`keys`: each document's content key
+    in document order, as `paper_key` gives them), before the generation is published."""
+    np.save(generation / KEYS_FILE, np.frombuffer(keys, dtype=f"S{KEY_BYTES}"))
+
+
+def paper_key(title: str, abstract: str) -> bytes:
+    """The content key of a paper whose stored title and abstract are these (`text_of` reads them)."""
+    return content_key(paper_text(title, abstract))
 
 
 def embed_generation(

@@ -7,7 +7,9 @@ A multi-segment index numbers documents segment after segment, so document numbe
 follow the newest-first order that ranking ties and the `newest` sort rely on (see
 `write_index`). Whoosh's own `MpWriter` hands documents to whichever child is free, which
 loses that order, and merging its sub-segments afterwards costs more than it saves
-(docs/decisions.md).
+(docs/decisions.md). What the files beside the index need (each segment's arrays, each paper's
+content key, the words of the vocabulary) is gathered by the writers on the way, in parallel,
+rather than read back from the index by one process afterwards.
 """
 
 from __future__ import annotations
@@ -20,14 +22,18 @@ import os
 import queue
 import traceback
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from whoosh import index
 from whoosh.codec.base import Segment
 
+from searchsvc.backends.whoosh import segment_arrays
+from searchsvc.backends.whoosh.generation_vectors import paper_key
 from searchsvc.backends.whoosh.schema import build_schema
 from searchsvc.backends.whoosh.segment_writing import PaperSegmentWriter
+from searchsvc.backends.whoosh.unmapped import open_segment
 from searchsvc.core.catalogue import Catalogue
 from searchsvc.core.paper import Paper
 from searchsvc.core.tex import reading
@@ -42,8 +48,18 @@ _PROGRESS_EVERY = 500  # papers between two progress reports of a child
 PROCESSES: int | None = None  # writer processes at most; None: one per CPU core
 
 
-def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress: Progress) -> None:
-    """Index `collection` into `directory`: one segment per process, committed once.
+@dataclass
+class Written:
+    """What the writers gathered for the files beside the index."""
+
+    keys: bytes  # each document's content key (generation_vectors.paper_key), in document order
+    words: list[tuple[str, int]]  # the unstemmed fields' words with their papers, per field and segment
+
+
+def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress: Progress) -> Written:
+    """Index `collection` into `directory`: one segment per process, committed once. Each segment's
+    arrays are written beside it when several processes write (`segment_arrays.write_missing` writes
+    a lone segment's).
 
     Documents are numbered in the collection's newest-first catalogue order (segment after
     segment, each a contiguous run of that order), which Whoosh's own collectors break score
@@ -57,13 +73,14 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
         try:
             if len(runs) == 1:
                 writer.expect(indexed_text(paper) for paper, _oldest in collection.catalogue())
-                _add(writer, collection.catalogue(), progress)
+                keys = _add(writer, collection.catalogue(), progress)
                 writer.commit()
-            else:
-                segments = _write_in_children(ix, collection, runs, memory_mb // len(runs), progress)
-                writer._close_segment()
-                writer._commit_toc(segments)
-                writer._finish()
+                return Written(keys, writer.words)
+            written = _write_in_children(ix, collection, runs, memory_mb // len(runs), progress)
+            writer._close_segment()
+            writer._commit_toc([segment for segment, _ in written])
+            writer._finish()
+            return Written(b"".join(part.keys for _, part in written), [w for _, part in written for w in part.words])
         except BaseException:
             if not writer.is_closed:
                 writer.cancel()
@@ -90,10 +107,14 @@ def _runs(collection: Catalogue, processes: int) -> list[tuple[int, int]]:
     return list(zip(bounds, bounds[1:], strict=False))
 
 
-def _add(writer: PaperSegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> None:
+def _add(writer: PaperSegmentWriter, papers: Iterable[tuple[Paper, int]], progress: Progress) -> bytes:
+    """Add each paper; return their content keys in order."""
+    keys = []
     for paper, _oldest in papers:
         writer.add_document(**document(paper))
+        keys.append(paper_key(paper.title, paper.abstract))
         progress(1)
+    return b"".join(keys)
 
 
 def document(paper: Paper) -> dict[str, Any]:
@@ -135,9 +156,9 @@ def indexed_text(paper: Paper) -> dict[str, str]:
 
 def _write_in_children(
     ix: index.Index, collection: Catalogue, runs: list[tuple[int, int]], memory_mb: int, progress: Progress
-) -> list[Segment]:
+) -> list[tuple[Segment, Written]]:
     """Each run written as one segment by a forked child (which reads its run from the collection's
-    file); the segments in run order."""
+    file); the segments in run order, each with what its child gathered."""
     context = multiprocessing.get_context("fork")
     messages: Any = context.Queue()
     children = [
@@ -148,7 +169,7 @@ def _write_in_children(
     ]
     for child in children:
         child.start()
-    segments: dict[int, Segment] = {}
+    segments: dict[int, tuple[Segment, Written]] = {}
     try:
         while len(segments) < len(runs):
             try:
@@ -173,7 +194,7 @@ def _write_in_children(
     return [segments[number] for number in range(len(runs))]
 
 
-def _check_alive(children: list[Any], segments: dict[int, Segment]) -> None:
+def _check_alive(children: list[Any], segments: dict[int, Any]) -> None:
     """A child killed from outside (out of memory) sends nothing: notice it instead of waiting forever."""
     for number, child in enumerate(children):
         if number not in segments and child.exitcode not in (None, 0):
@@ -189,7 +210,8 @@ def _child(
     messages: Any,
     parent: int,
 ) -> None:
-    """Write one run as one finished segment and send it back (or the error)."""
+    """Write one run as one finished segment, and its arrays beside it; send the segment back with what
+    was gathered (or the error)."""
     die_with(parent)
     try:
         writer = PaperSegmentWriter(ix, max(memory_mb, 32), _lk=False)
@@ -204,10 +226,16 @@ def _child(
                 pending = 0
 
         writer.expect(indexed_text(paper) for paper, _oldest in collection.catalogue(*run))
-        _add(writer, collection.catalogue(*run), report)
+        keys = _add(writer, collection.catalogue(*run), report)
         segment = writer._finalize_segment()
+        directory = Path(ix.storage.folder)
+        reader = open_segment(directory, ix.schema, segment)
+        try:
+            segment_arrays.write_segment(directory, reader)
+        finally:
+            reader.close()
         messages.put(("progress", number, pending))
-        messages.put(("done", number, segment))
+        messages.put(("done", number, (segment, Written(keys, writer.words))))
     except BaseException as exc:
         messages.put(("error", number, (exc, traceback.format_exc())))
 

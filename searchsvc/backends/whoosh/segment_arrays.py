@@ -89,7 +89,7 @@ def write_missing(generation: Path) -> None:
                 segment_id = leaf.segment().segment_id()
                 segment_ids.add(segment_id)
                 if not (generation / file_name(segment_id)).exists():
-                    _save(generation / file_name(segment_id), of_segment(leaf))
+                    write_segment(generation, leaf)
     finally:
         ix.close()
     present = {file_name(segment_id) for segment_id in segment_ids}
@@ -97,6 +97,11 @@ def write_missing(generation: Path) -> None:
         if path.name not in present:
             path.unlink()
     segment_words.drop_unused(generation, segment_ids)  # a segment's word sequences go with it
+
+
+def write_segment(generation: Path, reader: IndexReader) -> None:
+    """Write the arrays of the segment `reader` reads (a rebuild's writer: its own, once written)."""
+    _save(generation / file_name(reader.segment().segment_id()), of_segment(reader))
 
 
 def read(generation: Path, reader: IndexReader) -> SegmentArrays:

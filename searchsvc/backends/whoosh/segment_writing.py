@@ -10,7 +10,9 @@ a dozen calls per posting and per term to write them (now a term at a time: `ter
 The files are those Whoosh writes, byte for byte, but for the pairs of words in PAIRED_ABOVE
 papers or fewer (schema.py), left out of the terms and postings: tests/unit/backends/whoosh/
 test_segment_writing.py compares them with a segment written by `SegmentWriter`. Beside them, the
-segment's word sequences, for the phrases of those rarer words (segment_words.py).
+segment's word sequences, for the phrases of those rarer words (segment_words.py). On the way, the
+unstemmed words with their papers, for the generation's vocabulary (spelling.py), which would
+otherwise be read back from the index.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ _PAIRED_WORDS_OF = {pairs: exact for exact, pairs in PAIR_FIELDS.items()}  # pai
 # Terms are written by field name: each words' field before its pairs', whose rule needs its frequencies.
 assert all(exact < pairs for exact, pairs in PAIR_FIELDS.items())
 _SEPARATOR = PAIR_SEPARATOR.encode("utf-8")
+_VOCABULARY_FIELDS = frozenset(EXACT_FIELDS.values())  # as spelling.vocabulary reads them from an index
 
 
 class PaperSegmentWriter(SegmentWriter):
@@ -56,6 +59,8 @@ class PaperSegmentWriter(SegmentWriter):
         self._paired: dict[str, frozenset[bytes]] = {}  # pair field → words whose pairs are made (`expect`)
         segment_id = self.newsegment.segment_id()  # each field's word sequences, for phrases of rarer words
         self._sequences = {field: SequenceWriter(self.storage, segment_id, field) for field in PAIR_FIELDS}
+        # The unstemmed fields' words, each with the papers holding it, per field: known once flushed.
+        self.words: list[tuple[str, int]] = []
 
     def expect(self, texts: Iterable[dict[str, str]]) -> None:
         """Told the texts of every paper the segment will hold (their fields by name) before they are
@@ -121,7 +126,7 @@ class PaperSegmentWriter(SegmentWriter):
 
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
-        terms = _noting_words(pairs_of_common_words(self.pool.postings()), self._sequences)
+        terms = _noting_words(pairs_of_common_words(self.pool.postings()), self._sequences, self.words)
         write_postings(self.fieldwriter, self.schema, terms, self._lengths)
         self.fieldwriter.close()
         for sequences in self._sequences.values():
@@ -145,9 +150,15 @@ def pairs_of_common_words(postings: Iterator[Postings]) -> Iterator[Postings]:
         yield found
 
 
-def _noting_words(postings: Iterator[Postings], sequences: dict[str, SequenceWriter]) -> Iterator[Postings]:
-    """`postings`, each term of a field with word sequences told to their writer on the way."""
+def _noting_words(
+    postings: Iterator[Postings], sequences: dict[str, SequenceWriter], words: list[tuple[str, int]]
+) -> Iterator[Postings]:
+    """`postings`, each term of a field with word sequences told to their writer on the way, and each
+    word of the unstemmed fields added to `words` with its papers."""
     for found in postings:
-        if found[0] in sequences:
-            sequences[found[0]].note_term(found[1])
+        name = found[0]
+        if name in sequences:
+            sequences[name].note_term(found[1])
+        if name in _VOCABULARY_FIELDS:
+            words.append((found[1].decode("utf-8"), len(found[2])))
         yield found

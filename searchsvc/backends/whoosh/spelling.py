@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from whoosh.searching import Searcher
 
 from searchsvc.backends.whoosh.schema import EXACT_FIELDS
-from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.core import typos
 from searchsvc.core.vocabulary import Vocabulary
 
 VOCABULARY_FILE = "vocabulary.json"
 
 
-def write_vocabulary(generation: Path) -> None:
-    """Store the generation's vocabulary with it before it is published: reading it from the index's
-    word list takes seconds (docs/performance.md), which every worker would pay on opening it."""
-    ix = open_index(generation)
-    try:
-        with ix.searcher() as searcher:
-            words = vocabulary(searcher)
-    finally:
-        ix.close()
-    words.save(generation / VOCABULARY_FILE)
+def write_vocabulary(generation: Path, words: Iterable[tuple[str, int]]) -> None:
+    """Store the generation's vocabulary with it before it is published, from the words its writers
+    wrote (each with its papers, per field and segment): reading it from the index's word list takes
+    seconds (docs/performance.md), which every worker would pay on opening it."""
+    Vocabulary.of(words).save(generation / VOCABULARY_FILE)
 
 
 def generation_vocabulary(generation: Path, searcher: Searcher) -> Vocabulary:

@@ -7,6 +7,11 @@ is cut into the same blocks and encoded with the same pickles, compression and s
 the bytes are the same (tests/unit/backends/whoosh/test_segment_writing.py compares the files
 with Whoosh's), with fewer calls; the compressed bytes of a block are reused when another term
 has the same block (the pairs of one paper, found once each, mostly do).
+
+Compression is where the bytes may differ from Whoosh's, not what they hold: each block's header
+names its own zlib level, which both Whoosh's reader and posting_blocks.py honour. Whoosh
+compresses every block; here a block below COMPRESSED_FROM bytes is stored as it is, since zlib
+makes most such blocks no smaller, and starting a zlib stream cost more than writing them.
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ from searchsvc.backends.whoosh.term_pool import Postings
 _BYTE_LENGTH = [byte_to_length(n) if n else None for n in range(256)]  # a length byte → what Whoosh reads back
 _BYTE_AGAIN = [length_to_byte(length) for length in _BYTE_LENGTH]  # … and that length as a byte again
 _COMPRESSED_KEPT = 4096  # compressed blocks remembered
+# Blocks of fewer pickled bytes are stored uncompressed. Of 8,000 ACL records' blocks, 66% were below
+# 96 bytes: zlib made those below 64 bytes 107 KB longer in all, those of 64–95 bytes 122 KB shorter,
+# where it saves 19 bytes a block from 96 bytes up. Storing them as they are took about 2.6 of 47 CPU
+# seconds off a rebuild of the ACL records (docs/performance.md).
+COMPRESSED_FROM = 96
 
 
 def write_postings(fieldwriter: Any, schema: Any, postings: Iterator[Postings], lengths: dict[str, bytearray]) -> None:
@@ -164,9 +174,9 @@ class _Blocks:
         else:
             mini_values = None if fixed == 0 else value
         data = dumps(((doc,), None if stored == 1.0 else stored, mini_values), 2)
-        data = self._compressed_as_written(data)
+        level, data = self._compressed_as_written(data)
         most = max(0, weight)
-        info = dumps((1, doc, most, self._compression, byte, byte), 2)
+        info = dumps((1, doc, most, level, byte, byte), 2)
         block = WHOOSH3_HEADER_MAGIC + pack_int(-(len(info) + len(data))) + info + data
         start = self._offset
         self._write(block)
@@ -174,17 +184,18 @@ class _Blocks:
         term = W3TermInfo._struct.pack(False, stored, 1, byte, byte, max(0.0, weight), doc, doc)
         return term + pack_long(start) + pack_int(len(block))
 
-    def _compressed_as_written(self, data: bytes) -> bytes:
-        """A block's pickled postings as written: compressed if the codec compresses, the compressed
+    def _compressed_as_written(self, data: bytes) -> tuple[int, bytes]:
+        """A block's pickled postings as written, and the zlib level its header names (0: none):
+        compressed if the codec compresses and the block is not too small to gain, the compressed
         bytes of a block seen before reused."""
-        if not self._compression:
-            return data
+        if not self._compression or len(data) < COMPRESSED_FROM:
+            return 0, data
         compressed = self._compressed.get(data)
         if compressed is None:
             if len(self._compressed) >= _COMPRESSED_KEPT:
                 self._compressed.clear()
             compressed = self._compressed[data] = zlib.compress(data, self._compression)
-        return compressed
+        return self._compression, compressed
 
     def _block(
         self, docs: Sequence[int], weights: Sequence[float], values: list[bytes], last: bool
@@ -215,9 +226,7 @@ class _Blocks:
             mini_values = None if fixed == 0 else b"".join(values)
         deltas = tuple([docs[0], *map(int.__sub__, docs[1:], docs[:-1])])
         data = dumps((deltas, mini_weights, mini_values), 2)
-        data = self._compressed_as_written(data)
-        info = dumps(
-            (len(docs), docs[-1], max(0, *weights), self._compression, length_to_byte(low), length_to_byte(high)), 2
-        )
+        level, data = self._compressed_as_written(data)
+        info = dumps((len(docs), docs[-1], max(0, *weights), level, length_to_byte(low), length_to_byte(high)), 2)
         length = len(info) + len(data)
         return sum(stored), low, high, pack_int(-length if last else length) + info + data

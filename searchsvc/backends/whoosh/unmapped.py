@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from whoosh.codec.base import Segment
+from whoosh.fields import Schema
 from whoosh.filedb.filestore import FileStorage
 from whoosh.index import Index
+from whoosh.reading import SegmentReader
 
 
 def open_index(directory: Path) -> Index:
     return FileStorage(str(directory), supports_mmap=False).open_index()
+
+
+def open_segment(directory: Path, schema: Schema, segment: Segment) -> SegmentReader:
+    """A reader of one segment in `directory`, written but not yet committed (a rebuild's writer's)."""
+    return SegmentReader(FileStorage(str(directory), supports_mmap=False), schema, segment)

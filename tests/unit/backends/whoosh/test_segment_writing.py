@@ -1,9 +1,11 @@
 """The rebuild's segment writer writes the files Whoosh's own SegmentWriter writes, byte for byte,
-but for the word pairs of rare words, which it leaves out (schema.PAIRED_ABOVE)."""
+but for the word pairs of rare words, which it leaves out (schema.PAIRED_ABOVE), and its small
+posting blocks, which it leaves uncompressed (term_writing.COMPRESSED_FROM)."""
 
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 from whoosh import index
 from whoosh.writing import SegmentWriter
 
-from searchsvc.backends.whoosh import segment_writing
+from searchsvc.backends.whoosh import posting_blocks, segment_writing, term_writing
 from searchsvc.backends.whoosh.analysed_text import AnalysedText
 from searchsvc.backends.whoosh.indexing import document, indexed_text
 from searchsvc.backends.whoosh.schema import PAIR_FIELDS, build_schema
@@ -123,6 +125,35 @@ def test_the_segment_is_the_one_whoosh_writes_without_the_pairs_of_rare_words(
     finally:
         expected.close()
         found.close()
+
+
+def test_small_blocks_are_stored_uncompressed_and_read_alike_by_both_readers(tmp_path: Path) -> None:
+    """Every block's header names its own zlib level: 0 below COMPRESSED_FROM pickled bytes, the
+    codec's above. Whoosh's matcher and posting_blocks read the same postings from either kind."""
+    found = _write(tmp_path / "ours", segment_writing.PaperSegmentWriter, _papers(150))
+    levels = set()
+    try:
+        with found.reader() as reader:
+            for field, term in reader.all_terms():
+                m = reader.postings(field, term)
+                ids = []
+                while m.is_active():
+                    ids.append(m.id())
+                    m.next()
+                m = reader.postings(field, term)
+                for block, listed in posting_blocks._listed(m):
+                    stored = block.end - block.data
+                    if block.compression:
+                        raw = zlib.decompress(listed.raw[block.data - listed.start : block.end - listed.start])
+                        assert len(raw) >= term_writing.COMPRESSED_FROM
+                    else:
+                        assert stored < term_writing.COMPRESSED_FROM
+                    levels.add(block.compression)
+                read = [int(doc) for postings in posting_blocks.all_postings(m) for doc in postings.ids]
+                assert read == ids, (field, term)
+    finally:
+        found.close()
+    assert levels == {0, 3}  # both kinds written; 3: the W3 codec's level
 
 
 def test_a_writer_told_its_papers_first_writes_the_same_segment(
