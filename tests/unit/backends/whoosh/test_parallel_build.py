@@ -1,15 +1,21 @@
-"""The parallel index build: segments written by several processes give the same search results as one writer."""
+"""The parallel index build: segments written by several processes give the same search results as one writer,
+and the files beside the index that the writers gather are those the index holds."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from searchsvc.backends.whoosh import WhooshBackend, indexing
+from searchsvc.backends.whoosh import WhooshBackend, indexing, segment_arrays
+from searchsvc.backends.whoosh.generation_vectors import KEYS_FILE, text_of
+from searchsvc.backends.whoosh.spelling import VOCABULARY_FILE, vocabulary
 from searchsvc.core.model import SearchRequest
+from searchsvc.core.vocabulary import Vocabulary
 from searchsvc.operations.search import related, search
+from searchsvc.semantic.store import content_key
 from tests.helpers.indexes import build_index
 from tests.helpers.paths import SHARED_ACL
 
@@ -59,6 +65,40 @@ def test_segments_written_in_parallel_search_like_one_writer(tmp_path: Path, mon
     assert [h.id for h in related(three, search(one, QUERIES[2]).hits[0].id, 5)] == [
         h.id for h in related(one, search(one, QUERIES[2]).hits[0].id, 5)
     ]
+
+
+@pytest.mark.skipif(not SHARED_ACL.exists(), reason="needs the shared ACL records")
+def test_the_files_the_writers_gather_are_those_read_back_from_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each writer process writes its segment's arrays and hands back its papers' content keys and
+    its words: the same as what the parent used to read back from the finished index."""
+    monkeypatch.setattr(indexing, "MIN_PAPERS_PER_PROCESS", 100)
+    source = tmp_path / "records.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in _records(400)), encoding="utf-8")
+    backend = _backend(tmp_path, "three", source, 3, monkeypatch)
+    generation = backend.store.generations / backend.store.published_name()
+    searcher = backend._generations.get().searcher
+    leaves = searcher.reader().leaf_readers()
+    assert len(leaves) == 3
+    keys = np.load(generation / KEYS_FILE)
+    expected = [content_key(text_of(searcher, docnum)) for docnum in range(searcher.doc_count_all())]
+    assert np.array_equal(keys, np.array(expected, dtype=keys.dtype))  # as numpy holds them (no trailing NULs)
+    saved, read_back = tmp_path / "saved.json", tmp_path / "read.json"
+    Vocabulary.load(generation / VOCABULARY_FILE).save(saved)
+    vocabulary(searcher).save(read_back)
+    assert sorted(map(json.dumps, json.loads(saved.read_text()))) == sorted(
+        map(json.dumps, json.loads(read_back.read_text()))
+    )
+    for leaf, _offset in leaves:
+        assert (generation / segment_arrays.file_name(leaf.segment().segment_id())).exists()
+        written, columns = segment_arrays.read(generation, leaf), segment_arrays.of_segment(leaf)
+        assert written.ids.tolist() == columns.ids.tolist()
+        assert written.facets.keys() == columns.facets.keys()
+        for name, entries in columns.facets.items():
+            found = written.facets[name]
+            assert found.values == entries.values, name
+            assert found.doc.tolist() == entries.doc.tolist() and found.value.tolist() == entries.value.tolist(), name
 
 
 class _Sized:
