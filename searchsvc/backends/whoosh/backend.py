@@ -126,7 +126,7 @@ class WhooshBackend:
             segment_arrays.write_missing(generation)
             self._check(generation, len(collection))
             write_content_keys(generation, written.keys)
-            write_vocabulary(generation, written.words)
+            write_vocabulary(generation, written.word_counts())
 
         return self._publish(write, collection, provenance, ready, {})
 

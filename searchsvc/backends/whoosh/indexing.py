@@ -22,7 +22,8 @@ import multiprocessing
 import os
 import queue
 import traceback
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,23 @@ class Written:
     """What the writers gathered for the files beside the index."""
 
     keys: bytes  # each document's content key (generation_vectors.paper_key), in document order
-    words: list[tuple[str, int]]  # the unstemmed fields' words with their papers, per field and segment
+    words: bytes  # the unstemmed fields' words, per segment and field, each ended by a newline
+    word_papers: array[int]  # the papers holding each of them
+
+    @classmethod
+    def of(cls, keys: bytes, writer: PaperSegmentWriter) -> Written:
+        return cls(keys, bytes(writer.words), writer.word_papers)
+
+    @classmethod
+    def joined(cls, parts: list[Written]) -> Written:
+        papers = array("I")
+        for part in parts:
+            papers.extend(part.word_papers)
+        return cls(b"".join(part.keys for part in parts), b"".join(part.words for part in parts), papers)
+
+    def word_counts(self) -> Iterator[tuple[str, int]]:
+        """Each word with its papers (a word of both fields, or of several segments, more than once)."""
+        return zip(self.words.decode("utf-8").split("\n")[:-1], self.word_papers, strict=True)
 
 
 def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress: Progress) -> Written:
@@ -83,12 +100,12 @@ def write_index(directory: Path, collection: Catalogue, memory_mb: int, progress
                 writer.expect(indexed_text(paper) for paper, _oldest in collection.catalogue())
                 keys = _add(writer, collection.catalogue(), progress)
                 writer.commit()
-                return Written(keys, writer.words)
+                return Written.of(keys, writer)
             written = _write_in_children(ix, collection, runs, memory_mb // len(runs), progress)
             writer._close_segment()
             writer._commit_toc([segment for segment, _ in written])
             writer._finish()
-            return Written(b"".join(part.keys for _, part in written), [w for _, part in written for w in part.words])
+            return Written.joined([part for _, part in written])
         except BaseException:
             if not writer.is_closed:
                 writer.cancel()
@@ -245,7 +262,7 @@ def _child(
         finally:
             reader.close()
         messages.put(("progress", number, pending))
-        messages.put(("done", number, (segment, Written(keys, writer.words))))
+        messages.put(("done", number, (segment, Written.of(keys, writer))))
     except BaseException as exc:
         messages.put(("error", number, (exc, traceback.format_exc())))
 

@@ -8,8 +8,9 @@ term: `term_pool`); while the postings are written, each one's field length read
 the segment's length column (now from a byte array kept while the papers are added); and
 a dozen calls per posting and per term to write them (now a term at a time: `term_writing`).
 The files are those Whoosh writes, byte for byte, but for the pairs of words in PAIRED_ABOVE
-papers or fewer (schema.py), left out of the terms and postings: tests/unit/backends/whoosh/
-test_segment_writing.py compares them with a segment written by `SegmentWriter`. Beside them, the
+papers or fewer (schema.py), left out of the terms and postings, and the smallest posting blocks,
+left uncompressed (term_writing.py): tests/unit/backends/whoosh/test_segment_writing.py compares
+them with a segment written by `SegmentWriter`. Beside them, the
 segment's word sequences, for the phrases of those rarer words (segment_words.py). On the way, the
 unstemmed words with their papers, for the generation's vocabulary (spelling.py), which would
 otherwise be read back from the index.
@@ -17,6 +18,7 @@ otherwise be read back from the index.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -59,8 +61,10 @@ class PaperSegmentWriter(SegmentWriter):
         self._paired: dict[str, frozenset[bytes]] = {}  # pair field → words whose pairs are made (`expect`)
         segment_id = self.newsegment.segment_id()  # each field's word sequences, for phrases of rarer words
         self._sequences = {field: SequenceWriter(self.storage, segment_id, field) for field in PAIR_FIELDS}
-        # The unstemmed fields' words, each with the papers holding it, per field: known once flushed.
-        self.words: list[tuple[str, int]] = []
+        # The unstemmed fields' words (UTF-8, each ended by a newline, which no word holds) and the papers
+        # holding each, per field: known once flushed. Kept compact: a segment can have a million words.
+        self.words = bytearray()
+        self.word_papers = array("I")
 
     def expect(self, texts: Iterable[dict[str, str]]) -> None:
         """Told the texts of every paper the segment will hold (their fields by name) before they are
@@ -126,7 +130,9 @@ class PaperSegmentWriter(SegmentWriter):
 
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
-        terms = _noting_words(pairs_of_common_words(self.pool.postings()), self._sequences, self.words)
+        terms = _noting_words(
+            pairs_of_common_words(self.pool.postings()), self._sequences, self.words, self.word_papers
+        )
         write_postings(self.fieldwriter, self.schema, terms, self._lengths)
         self.fieldwriter.close()
         for sequences in self._sequences.values():
@@ -151,14 +157,16 @@ def pairs_of_common_words(postings: Iterator[Postings]) -> Iterator[Postings]:
 
 
 def _noting_words(
-    postings: Iterator[Postings], sequences: dict[str, SequenceWriter], words: list[tuple[str, int]]
+    postings: Iterator[Postings], sequences: dict[str, SequenceWriter], words: bytearray, papers: array[int]
 ) -> Iterator[Postings]:
     """`postings`, each term of a field with word sequences told to their writer on the way, and each
-    word of the unstemmed fields added to `words` with its papers."""
+    word of the unstemmed fields added to `words` (ended by a newline) and its papers to `papers`."""
     for found in postings:
-        name = found[0]
+        name, term = found[0], found[1]
         if name in sequences:
-            sequences[name].note_term(found[1])
+            sequences[name].note_term(term)
         if name in _VOCABULARY_FIELDS:
-            words.append((found[1].decode("utf-8"), len(found[2])))
+            words += term
+            words.append(10)  # "\n"
+            papers.append(len(found[2]))
         yield found
