@@ -210,6 +210,24 @@ def test_author_matching_ignores_case_and_accents(build: Build) -> None:
     assert client.get("/api/search", query_string={"author": "jurgen muller"}).json["total"] == 1
 
 
+def test_facet_filters_fold_values_as_the_clusters_normalizer_does(build: Build) -> None:
+    """Lowercase, then Lucene's ASCII folding, on both engines: "oeuvre" is the venue "L'Œuvre",
+    "lukasz cwik" the author "Łukasz Ćwik" (letters without a decomposition, which Unicode's NFKD
+    leaves alone); the value filtered by is counted and shown selected."""
+    client = build(
+        [
+            {"id": "1", "title": "One", "authors": ["Łukasz Ćwik"], "venue": "L'Œuvre"},
+            {"id": "2", "title": "Two", "authors": ["Jane Doe"], "venue": "Elsewhere"},
+        ]
+    ).test_client()
+    for params in ({"venue": "l'oeuvre"}, {"author": "lukasz cwik"}, {"venue": "L'ŒUVRE", "author": "ŁUKASZ ĆWIK"}):
+        found = client.get("/api/search", query_string=params).json
+        assert [hit["id"] for hit in found["results"]] == ["1"], params
+        for name in params:
+            selected = [(v["value"], v["count"]) for v in found["facets"][name] if v["selected"]]
+            assert selected == [({"venue": "L'Œuvre", "author": "Łukasz Ćwik"}[name], 1)], (params, name)
+
+
 @pytest.mark.reliability
 def test_stored_markup_is_escaped_in_results_and_highlights(build: Build) -> None:
     title = '<script>alert("x")</script> Graph networks'

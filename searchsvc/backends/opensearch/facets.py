@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from searchsvc.backends.analysis import folded
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.core.facet_order import Value, display_order, listing
 from searchsvc.core.model import FacetValue, SearchRequest
-from searchsvc.core.text import fold, has_word_starting
+from searchsvc.core.text import has_word_starting
 
 
 def facet_listing(name: str, aggs: Dsl, request: SearchRequest, limit: int) -> list[FacetValue]:
@@ -34,6 +35,7 @@ def _selection(name: str, aggs: Dsl, request: SearchRequest) -> tuple[set[Value]
     if name == "year":
         return set(known), {year for year in known if year in (request.year_from, request.year_to)}, []
     wanted: tuple[str, ...] = getattr(request, name)
-    folded_known = {fold(str(value)) for value in known}
-    marked = {value for value in known if fold(str(value)) in {fold(w) for w in wanted}}
-    return marked, marked, [value for value in wanted if fold(value) not in folded_known]
+    # Folded as the filter's normalizer folds (mapping.py), so what it matched is what is marked.
+    folded_known = {folded(str(value)) for value in known}
+    marked = {value for value in known if folded(str(value)) in {folded(w) for w in wanted}}
+    return marked, marked, [value for value in wanted if folded(value) not in folded_known]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from searchsvc.backends import analysis
 from searchsvc.backends.whoosh.schema import FACET_COLUMNS
 from searchsvc.backends.whoosh.segment_arrays import SegmentArrays
 from searchsvc.core.facet_order import alphabetical_key, display_order, listing
@@ -38,7 +39,10 @@ class ValueTable:
 
     values: list[str | int]  # value index → value
     index_of: dict[str | int, int]
-    by_folded: dict[str, list[int]]  # folded value → the values folding to it, for case/accent-insensitive filters
+    # Folded value → the values folding to it, for case- and accent-insensitive filters: folded as the
+    # cluster's `folded` normalizer folds (analysis.folded), so a filter matches the same values on
+    # either engine ("oeuvre" the venue "Œuvre").
+    by_folded: dict[str, list[int]]
     tails: list[tuple[str, ...]]  # value index → its folded text from each word on ("maxim naumov", "naumov")
     keys: list[tuple[str, str]]  # value index → core.facet_order.alphabetical_key
     display_rank: npt.NDArray[np.int64]  # value index → place in alphabetical order, for ties of counts
@@ -56,9 +60,10 @@ class ValueTable:
         start = len(self.values)
         index_of = {**self.index_of, **{value: start + i for i, value in enumerate(new)}}
         by_folded = dict(self.by_folded)
-        folded = [fold(str(value)) for value in new]
-        for i, text in enumerate(folded, start):
+        for i, value in enumerate(new, start):
+            text = analysis.folded(str(value))
             by_folded[text] = [*by_folded.get(text, []), i]
+        folded = [fold(str(value)) for value in new]
         keys = self.keys + [alphabetical_key(value) for value in new]
         return ValueTable(
             self.values + new,
@@ -132,7 +137,7 @@ class _Facet:
 
     def folded(self, value: str) -> list[int]:
         """The present values folding as `value` does."""
-        return [i for i in self.table.by_folded.get(fold(value), []) if self.present(i)]
+        return [i for i in self.table.by_folded.get(analysis.folded(value), []) if self.present(i)]
 
 
 class FacetIndex:
