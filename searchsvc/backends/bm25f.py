@@ -9,8 +9,9 @@ counted as Whoosh stores them (`stored_lengths`: one byte each), and scores are 
 1/`SCORE_SCALE` so that sums added in another order tie as they should.
 
 Whoosh computes it over whole posting lists (whoosh/word_scores.py) or in its matchers
-(whoosh/lucene_scoring.py); OpenSearch recomputes it for its best candidates from term vectors
-(opensearch/word_rescoring.py). Both call these functions, so plain words rank alike on both.
+(whoosh/lucene_scoring.py); OpenSearch recomputes it for its best candidates from the word counts and
+lengths the cluster answers with their hits (opensearch/word_rescoring.py). Both call these functions,
+so plain words rank alike on both.
 """
 
 from __future__ import annotations

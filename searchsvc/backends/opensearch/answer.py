@@ -115,7 +115,7 @@ def ask_word_statistics(
     return asked
 
 
-def word_rescorer(words: AskedWords, aggs: Dsl, client: OpenSearch) -> word_rescoring.WordRescorer | None:
+def word_rescorer(words: AskedWords, aggs: Dsl, searches: AliasSearches) -> word_rescoring.WordRescorer | None:
     """What scores a tier's first places by BM25F, from the statistics the first request counted."""
     stats = word_rescoring.statistics(aggs)
-    return None if stats is None else word_rescoring.WordRescorer(*words, stats, client)
+    return None if stats is None else word_rescoring.WordRescorer(*words, stats, searches)

@@ -37,13 +37,18 @@ class AliasSearches:
         self.where = where
         self.check = check  # raises IndexUnavailable when the alias names an index that cannot be searched
 
-    def search(self, body: Dsl, scored: bool = True) -> dict[str, Any]:
+    def search(
+        self, body: Dsl, scored: bool = True, named_scores: bool = False, index: str | None = None
+    ) -> dict[str, Any]:
         """The answer to `body`; unless `scored`, without the whole index's word statistics (for
-        aggregations, totals and samples of constant-score matches, whose scores nothing reads)."""
+        aggregations, totals and samples of constant-score matches, whose scores nothing reads);
+        with `named_scores`, each hit's named queries with their scores; of `index` (names, comma
+        separated) instead of the alias, for documents a search of it found before."""
         search_type = SEARCH_TYPE if scored else UNSCORED
+        params = {**_WHOLE_ANSWERS, **({"include_named_queries_score": "true"} if named_scores else {})}
         return self.asked(
             lambda: check_response(
-                self.client.search(index=self.alias, body=body, search_type=search_type, params=_WHOLE_ANSWERS)
+                self.client.search(index=index or self.alias, body=body, search_type=search_type, params=params)
             )
         )
 

@@ -315,7 +315,7 @@ class OpenSearchBackend:
                 plan, response, words = self._first_answer(request, searched, shown, checks)
                 deadline.check()
         aggregations = response.get("aggregations", {})
-        rescorers = [None if found is None else word_rescorer(found, aggregations, self.client) for found in words]
+        rescorers = [None if found is None else word_rescorer(found, aggregations, self.searches) for found in words]
         # The first tiers are ordered by the words as typed (the last of `words`), the last by all it searched.
         tiers = TierCandidates(
             self.searches, plan, shown, self._timeout(), rescorers[-1], rescorers[0], self.settings.rescore_limit
@@ -350,7 +350,9 @@ class OpenSearchBackend:
         if checks:
             spelling_aggs, body["suggest"] = spelling.aggs_and_suggesters(checks)
             aggs.update(spelling_aggs)
-        return plan, self.searches.search(body), words
+        # Nothing reads this request's scores: ranked, it asks for counts alone (size 0); else its page is
+        # sorted by fields, or every paper matches alike. So no round trip for the whole index's statistics.
+        return plan, self.searches.search(body, scored=False), words
 
     def facet_values(
         self, name: str, prefix: str, request: SearchRequest, tree: Node | None, limit: int

@@ -4,7 +4,7 @@ Each ask is one search of one tier: the page's places, or with ranking by meanin
 first `fusion.CANDIDATES`, with their vectors. For plain words the lexical order is BM25F's,
 as on Whoosh: a page ending at place p is decided by the cluster's first `pool_size(p)` places,
 scored again (`word_rescoring.POOL` for the first pages). The pool is first asked for its
-documents' ids only (and what orders ties), and then the page's documents in full: highlighting
+documents' ids only (and what orders ties, and what BM25F reads of each), and then the page's documents in full: highlighting
 the whole pool of 300 had made a first page cost twice as much (docs/scaling.md), and page 31
 costs no more highlights than page 1. Past `rescore_limit` places a page keeps the cluster's
 choice of documents, scored and ordered by BM25F among themselves. What comes first is decided
@@ -58,7 +58,7 @@ class TierCandidates:
     ) -> Candidates[Dsl]:
         """Places [low, high) of the tier's first `pool` places rescored: their ids (and what orders
         ties) first, then only the places' documents in full, highlighted."""
-        light = self._search(tier, 0, pool, False, False, source=_TIE_FIELDS)
+        light = self._search(tier, 0, pool, False, False, rescorer, source=_TIE_FIELDS)
         scores = np.array([doc["_score"] for doc in light], dtype=np.float64)
         ordered, scores = self._rescored_head(tier, light, scores, rescorer, head=pool)
         docs, kept = self._in_full(tier, ordered[low:high], with_vectors)
@@ -72,7 +72,7 @@ class TierCandidates:
         """Places [low, high) as the cluster chose them: past `rescore_limit`, the page's own
         documents scored by BM25F and ordered among themselves (a query of plain words), so their
         scores are on the first pages' scale; otherwise in the cluster's order and scores."""
-        docs = self._search(tier, low, high, with_vectors, self._highlight)
+        docs = self._search(tier, low, high, with_vectors, self._highlight, rescorer)
         scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
         if rescorer is not None:
             docs, scores = self._rescored_head(tier, docs, scores, rescorer, head=len(docs))
@@ -80,9 +80,17 @@ class TierCandidates:
         return Candidates(docs, scores, catalogue_ranks(docs), vectors)
 
     def _search(
-        self, tier: int, start: int, end: int, with_vectors: bool, highlight: bool, source: list[str] | None = None
+        self,
+        tier: int,
+        start: int,
+        end: int,
+        with_vectors: bool,
+        highlight: bool,
+        rescorer: WordRescorer | None,
+        source: list[str] | None = None,
     ) -> list[Dsl]:
-        body = {
+        """Places [start, end) of the tier in the cluster's order; with `rescorer`, each with what it reads."""
+        body: Dsl = {
             "query": self._plan.tier_query(tier),
             "post_filter": self._plan.post_filter,
             "track_total_hits": False,
@@ -91,7 +99,9 @@ class TierCandidates:
         }
         if source is not None:
             body["_source"] = source
-        docs: list[Dsl] = self._searches.search(body)["hits"]["hits"]
+        if rescorer is not None:
+            body = rescorer.counting(body)
+        docs: list[Dsl] = self._searches.search(body, named_scores=rescorer is not None)["hits"]["hits"]
         return docs
 
     def _in_full(self, tier: int, wanted: list[Dsl], with_vectors: bool) -> tuple[list[Dsl], np.ndarray]:
@@ -106,7 +116,8 @@ class TierCandidates:
             **self._timeout,
             **page("relevance", 0, len(ids), self._highlight, with_vectors),
         }
-        found = {doc_key(doc): doc for doc in self._searches.search(body)["hits"]["hits"]}
+        # Their order and scores are the pool's: this search's scores are not read.
+        found = {doc_key(doc): doc for doc in self._searches.search(body, scored=False)["hits"]["hits"]}
         kept = np.array([doc_key(doc) in found for doc in wanted], dtype=bool)
         return [found[doc_key(doc)] for doc in wanted if doc_key(doc) in found], kept
 

@@ -27,15 +27,20 @@ from searchsvc.backends.analysis import (
 
 # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`; 5: `publication`,
 # `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`; 7: `added`, `changed`;
-# 8: `title` and `abstract` hold their reading (core.tex), `tex` the text as written
-MAPPING_VERSION = 8
+# 8: `title` and `abstract` hold their reading (core.tex), `tex` the text as written; 9: `title.counts`,
+# `abstract.counts`
+MAPPING_VERSION = 9
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
 # which are then summed (querying.TIE_BREAKER). Chosen on SciFact train (docs/scaling.md).
 BOOSTS = {"title": 1.5, "abstract": 1.0}
 EXACT = "exact"  # subfield of title and abstract: unstemmed words
-LENGTH = "length"  # subfield of title and abstract: its count of ranked words (BM25F's average lengths)
+LENGTH = "length"  # subfield of title and abstract: its count of ranked words (BM25F's lengths)
+# Subfield of title and abstract whose score is a word's count in the paper, read from the hits of a
+# search with named queries (word_rescoring: BM25F's word counts without re-analysing the papers).
+COUNTS = "counts"
+COUNTED = "word_count"  # its similarity
 # Paper.publication's values indexed again for searching (the publication object itself is not
 # indexed): the venue, a facet; the first and last day its date stands for (YYYYMMDD, both absent
 # when undated: core.publication.date_bounds), for date ranges; its citation count, for `cited`.
@@ -101,7 +106,10 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 "normalizer": {"folded": {"type": "custom", "filter": ["lowercase", "asciifolding"]}},
             },
             # The Whoosh backend's BM25 saturation and per-field length normalisation.
-            "similarity": {f"bm25_{field}": {"type": "BM25", "k1": K1, "b": FIELD_B[field]} for field in TEXT_FIELDS},
+            "similarity": {
+                **{f"bm25_{field}": {"type": "BM25", "k1": K1, "b": FIELD_B[field]} for field in TEXT_FIELDS},
+                COUNTED: {"type": "scripted", "script": {"source": "return doc.freq;"}},
+            },
         },
         "mappings": {
             "dynamic": "strict",
@@ -149,9 +157,10 @@ def _ranked_text(field: str) -> dict[str, Any]:
     exact = {"type": "text", "analyzer": "unstemmed", "similarity": f"bm25_{field}"}
     # Counts the words the ranked analyzer keeps, not the stop words it drops (position increments).
     length = {"type": "token_count", "analyzer": "ranked", "enable_position_increments": False}
+    counts = {"type": "text", "analyzer": "ranked", "index_options": "freqs", "norms": False, "similarity": COUNTED}
     return {
         "type": "text",
         "analyzer": "ranked",
         "similarity": f"bm25_{field}",
-        "fields": {EXACT: exact, LENGTH: length},
+        "fields": {EXACT: exact, LENGTH: length, COUNTS: counts},
     }

@@ -4,13 +4,17 @@ The cluster blends per-field BM25 scores (`cross_fields`), which ranks different
 BM25F; with the best candidates then reordered by meaning, the two engines' results drifted
 apart by up to 0.02 nDCG@10 (docs/scaling.md). So for a query of plain words the cluster
 only finds candidates: the first `POOL` places of a tier in its own order are scored again
-here from their term vectors and the index's word statistics, with the Whoosh backend's
-arithmetic, and reordered; a deeper page grows the pool (candidates.pool_size).
+here, with the Whoosh backend's arithmetic, and reordered; a deeper page grows the pool
+(candidates.pool_size).
 
-A search costs two requests more: the query's words analysed by the index's own analyzer
-(term vectors of artificial documents), and the pool's term vectors; the word statistics
-(papers per word and field, total field lengths) ride on the search's first request as a
-global aggregation.
+What BM25F reads of each paper, each query word's count in each field and the field's length,
+comes with the search that finds the pool: a named query per (field, word) on the `counts`
+subfield, whose similarity scores a word by its count, answered with each hit's named scores,
+and the `length` subfields' doc values. Term vectors, which re-analysed 300 papers' text on
+every search, had cost more than the search itself (docs/performance.md). One more request
+analyses the query's words with the index's own analyzer (term vectors of artificial
+documents); the word statistics (papers per word and field, total field lengths) ride on the
+search's first request as a global aggregation.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import numpy as np
 from opensearchpy import OpenSearch
 
 from searchsvc.backends import bm25f
-from searchsvc.backends.opensearch.mapping import LENGTH, TEXT_FIELDS
+from searchsvc.backends.opensearch.asking import AliasSearches
+from searchsvc.backends.opensearch.mapping import COUNTS, LENGTH, TEXT_FIELDS
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.query import Also, Group, Node, Respelled, Word, searched_fields
@@ -113,21 +118,42 @@ def statistics(aggregations: Dsl) -> WordStatistics | None:
     return WordStatistics(papers, frequency, average)
 
 
+@dataclass(frozen=True)
+class Counted:
+    """What BM25F reads of one paper: each query word's count per field, and each field's length."""
+
+    counts: dict[str, dict[str, int]]  # field → term → count (the query's terms only)
+    lengths: dict[str, int]  # field → its count of ranked words
+
+
 class WordRescorer:
     """BM25F scores of hit documents for one query's words."""
 
-    def __init__(self, words: list[ScoredWord], grouped: bool, stats: WordStatistics, client: OpenSearch) -> None:
+    def __init__(self, words: list[ScoredWord], grouped: bool, stats: WordStatistics, searches: AliasSearches) -> None:
         self._words = words
         self._coordination = bm25f.COORDINATION if grouped and len(words) > 1 else None
         self._stats = stats
-        self._client = client
-        self._read: dict[tuple[str, str], dict[str, dict[str, int]]] = {}  # by document: its words per field
+        self._searches = searches
+        self._read: dict[tuple[str, str], Counted] = {}  # by document: what BM25F reads of it
+
+    def counting(self, body: Dsl) -> Dsl:
+        """`body` asking also for what `scores` reads of each hit: the words' named queries beside its
+        post filter (which leaves the hits as they were) and the fields' lengths. Search it with
+        named scores (`AliasSearches.search`'s `named_scores`)."""
+        named = [
+            {"term": {f"{field}.{COUNTS}": {"value": term, "_name": f"{field}:{term}"}}}
+            for field, term in sorted({(field, word.term) for word in self._words for field in word.fields})
+        ]
+        kept = [body["post_filter"]] if body.get("post_filter") else []
+        counting = {"bool": {"filter": kept, "should": named, "minimum_should_match": 0}}
+        lengths = [f"{field}.{LENGTH}" for field in TEXT_FIELDS]
+        return {**body, "post_filter": counting, "docvalue_fields": lengths}
 
     def scores(self, docs: list[Dsl]) -> np.ndarray:
-        """Each document's BM25F score, from its term vectors (one request for all of them)."""
+        """Each document's BM25F score, from what `counting` asked of it (asked now if it was not)."""
         if not docs:
             return np.empty(0)
-        frequencies, term_count = self._frequencies(self._counts(docs))
+        frequencies, term_count = self._frequencies(self._counted(docs))
         n = len(docs)
         total = np.zeros(n)
         matching = np.zeros(n, dtype=np.int64)
@@ -150,7 +176,7 @@ class WordRescorer:
         """Each document's score taken apart by word and field (core.explanation), as `scores` scores it."""
         if not docs:
             return []
-        frequencies, term_count = self._frequencies(self._counts(docs))
+        frequencies, term_count = self._frequencies(self._counted(docs))
         scales = [self._scale(word) for word in self._words]
         return [
             bm25f.word_parts(
@@ -164,32 +190,30 @@ class WordRescorer:
             for row in range(len(docs))
         ]
 
-    def _counts(self, docs: list[Dsl]) -> dict[str, list[dict[str, int]]]:
-        """Each document's words and their counts, per field: those this search read already (`parts`
-        after `scores`) kept, the others in one request."""
+    def _counted(self, docs: list[Dsl]) -> list[Counted]:
+        """What BM25F reads of each document: from its hit where `counting` asked for it, else kept
+        from before (`parts` after `scores`), else asked for the rest in one search."""
+        for doc in docs:
+            if doc_key(doc) not in self._read and "fields" in doc:
+                self._read[doc_key(doc)] = _counted(doc)
         missing = [doc for doc in docs if doc_key(doc) not in self._read]
         if missing:
-            answers = self._read_counts(missing)
-            for index, doc in enumerate(missing):
-                self._read[doc_key(doc)] = {field: answers[field][index] for field in TEXT_FIELDS}
-        return {field: [self._read[doc_key(doc)][field] for doc in docs] for field in TEXT_FIELDS}
+            body = {"query": {"ids": {"values": [doc["_id"] for doc in missing]}}, "size": len(missing)}
+            indexes = sorted({doc["_index"] for doc in missing})
+            asked = {**self.counting(body), "_source": False}
+            answer = self._searches.search(asked, scored=False, named_scores=True, index=",".join(indexes))
+            for doc in answer["hits"]["hits"]:
+                self._read[doc_key(doc)] = _counted(doc)
+        nothing = Counted({}, {})  # a document removed since: no words, so no score
+        return [self._read.get(doc_key(doc), nothing) for doc in docs]
 
-    def _read_counts(self, docs: list[Dsl]) -> dict[str, list[dict[str, int]]]:
-        """Each document's words and their counts, per field (one request for all of them)."""
-        body = {"docs": [{"_index": doc["_index"], "_id": doc["_id"]} for doc in docs]}
-        params = {
-            "fields": ",".join(TEXT_FIELDS),
-            "realtime": "false",  # the documents searches found, not an update's unrefreshed writes
-            **{key: str(value).lower() for key, value in _NO_VECTOR_DETAIL.items()},
-        }
-        answers = self._client.mtermvectors(body=body, params=params)["docs"]
-        return {field: [_terms(answer, field) for answer in answers] for field in TEXT_FIELDS}
-
-    def _frequencies(self, counts: dict[str, list[dict[str, int]]]) -> tuple[list[dict[str, np.ndarray]], int]:
+    def _frequencies(self, counted: list[Counted]) -> tuple[list[dict[str, np.ndarray]], int]:
         """Each word's weighed, normalised frequency in each of its fields for each document (0 in a
         field no paper has it in), and the query's (word, field) pairs in the index."""
-        n = len(next(iter(counts.values())))
-        lengths = {field: bm25f.stored_lengths([sum(terms.values()) for terms in counts[field]]) for field in counts}
+        n = len(counted)
+        lengths = {
+            field: bm25f.stored_lengths([paper.lengths.get(field, 0) for paper in counted]) for field in TEXT_FIELDS
+        }
         found: list[dict[str, np.ndarray]] = []
         term_count = 0
         for word in self._words:
@@ -199,7 +223,7 @@ class WordRescorer:
                 if not self._stats.frequency.get((field, word.term)):
                     continue
                 term_count += 1
-                tf = np.array([terms.get(word.term, 0) for terms in counts[field]], dtype=np.float64)
+                tf = np.array([paper.counts.get(field, {}).get(word.term, 0) for paper in counted], dtype=np.float64)
                 norm = bm25f.length_norm(lengths[field], self._stats.average_length[field], field)
                 in_fields[field] = bm25f.FIELD_WEIGHTS[field] * tf / norm
             found.append(in_fields)
@@ -217,7 +241,12 @@ def doc_key(doc: Dsl) -> tuple[str, str]:
     return doc["_index"], doc["_id"]
 
 
-def _terms(answer: Dsl, field: str) -> dict[str, int]:
-    """A document's words in `field` with their counts."""
-    terms = answer.get("term_vectors", {}).get(field, {}).get("terms", {})
-    return {term: int(found["term_freq"]) for term, found in terms.items()}
+def _counted(hit: Dsl) -> Counted:
+    """What a hit of a `counting` search says of its paper: the named scores are the words' counts."""
+    counts: dict[str, dict[str, int]] = {}
+    for name, score in (hit.get("matched_queries") or {}).items():
+        field, term = name.split(":", 1)
+        counts.setdefault(field, {})[term] = round(score)
+    fields = hit.get("fields", {})
+    lengths = {field: int(fields.get(f"{field}.{LENGTH}", [0])[0]) for field in TEXT_FIELDS}
+    return Counted(counts, lengths)

@@ -25,10 +25,11 @@ class _Searches:
     """The cluster: a light search gives the pool in its own order; the search by ids leaves out `gone`."""
 
     def __init__(self, pool: list[dict[str, Any]], gone: set[str]) -> None:
-        self.pool, self.gone, self.bodies = pool, gone, []
+        self.pool, self.gone, self.bodies, self.asked_how = pool, gone, [], []
 
-    def search(self, body: dict[str, Any]) -> dict[str, Any]:
+    def search(self, body: dict[str, Any], scored: bool = True, named_scores: bool = False) -> dict[str, Any]:
         self.bodies.append(body)
+        self.asked_how.append((scored, named_scores))
         ids = body["query"].get("bool", {}).get("filter", {}).get("ids", {}).get("values")
         if ids is None:
             found = self.pool[body["from"] : body["from"] + body["size"]]
@@ -42,6 +43,9 @@ class _Searches:
 
 class _Rescorer:
     """BM25F twice the cluster's score: the cluster gives its pool in the reverse order."""
+
+    def counting(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "counting": True}
 
     def scores(self, docs: list[dict[str, Any]]) -> np.ndarray:
         return np.array([2.0 * doc["_score"] for doc in docs])
@@ -57,7 +61,10 @@ def test_a_page_of_a_rescored_pool_keeps_each_paper_with_its_score_when_one_is_g
     assert found.scores.tolist() == [10.0, 6.0]
     light, full = searches.bodies
     assert light["_source"] == ["id", "year"] and "highlight" not in light
-    assert "highlight" in full
+    assert light["counting"]  # the pool comes with what BM25F reads of each paper
+    assert "highlight" in full and "counting" not in full
+    # The pool is chosen by the whole index's scores; the page's documents keep the pool's order and scores.
+    assert searches.asked_how == [(True, True), (False, False)]
 
 
 def test_a_pool_is_three_times_the_page_within_its_bounds() -> None:

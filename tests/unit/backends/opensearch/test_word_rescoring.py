@@ -67,20 +67,28 @@ def test_an_index_without_length_subfields_is_not_rescored() -> None:
     assert statistics(answer) is None
 
 
-class _TermVectors:
-    """A client answering `mtermvectors` with fixed word counts per document and field."""
+class _CountingSearches:
+    """Answers a `counting` search of ids as the cluster would: each hit's named scores are the counts of the
+    words asked for (the `counts` subfields' similarity), its `fields` the fields' lengths."""
 
-    def __init__(self, counts: list[dict[str, dict[str, int]]]) -> None:
-        self.counts = counts
+    def __init__(self, papers: dict[str, dict[str, dict[str, int]]]) -> None:
+        self.papers = papers  # id → field → every word's count
         self.asked = 0
 
-    def mtermvectors(self, body: dict, params: dict) -> dict:
+    def search(self, body: dict, scored: bool = True, named_scores: bool = False, index: str | None = None) -> dict:
+        assert named_scores and index == "i"
         self.asked += 1
-        vectors = [
-            {field: {"terms": {term: {"term_freq": n} for term, n in terms.items()}} for field, terms in counts.items()}
-            for counts in self.counts
-        ]
-        return {"docs": [{"term_vectors": found} for found in vectors]}
+        named = {
+            query["term"][field]["_name"] for query in body["post_filter"]["bool"]["should"] for field in query["term"]
+        }
+        hits = []
+        for paper in body["query"]["ids"]["values"]:
+            counts = self.papers[paper]
+            matched = {f"{field}:{term}": float(n) for field, terms in counts.items() for term, n in terms.items()}
+            lengths = {f"{field}.length": [sum(terms.values())] for field, terms in counts.items()}
+            kept = {name: score for name, score in matched.items() if name in named}
+            hits.append({"_index": "i", "_id": paper, "matched_queries": kept, "fields": lengths})
+        return {"hits": {"hits": hits}}
 
 
 def test_the_parts_of_each_score_add_up_to_it() -> None:
@@ -89,16 +97,16 @@ def test_the_parts_of_each_score_add_up_to_it() -> None:
     stats = WordStatistics(
         10, {("title", "embed"): 2, ("abstract", "embed"): 5, ("abstract", "tabl"): 3}, {"title": 8.0, "abstract": 90.0}
     )
-    client = _TermVectors(
-        [
-            {"title": {"embed": 1, "x": 6}, "abstract": {"embed": 3, "tabl": 2, "y": 80}},
-            {"title": {"z": 9}, "abstract": {"tabl": 1, "y": 120}},
-        ]
+    searches = _CountingSearches(
+        {
+            "a": {"title": {"embed": 1, "x": 6}, "abstract": {"embed": 3, "tabl": 2, "y": 80}},
+            "b": {"title": {"z": 9}, "abstract": {"tabl": 1, "y": 120}},
+        }
     )
-    rescorer = WordRescorer(words, True, stats, client)  # type: ignore[arg-type]  # the one method it calls
+    rescorer = WordRescorer(words, True, stats, searches)  # type: ignore[arg-type]  # the one method it calls
     docs = [{"_index": "i", "_id": "a"}, {"_index": "i", "_id": "b"}]
     scores, parts = rescorer.scores(docs), rescorer.parts(docs)
-    assert client.asked == 1  # the parts are of the words `scores` read: not asked for again
+    assert searches.asked == 1  # the parts are of the words `scores` read: not asked for again
     for score, found in zip(scores, parts, strict=True):
         assert sum(part.total for part in found.words) + found.coordination == pytest.approx(score, abs=1e-9)
     assert parts[0].coordination > parts[1].coordination == 0.0  # b matches one (word, field) pair: no bonus

@@ -17,6 +17,7 @@ import org.opensearch.env.Environment;
 import org.opensearch.index.mapper.MapperExtrasPlugin;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
+import org.opensearch.painless.PainlessPlugin;
 import org.opensearch.plugins.Plugin;
 import org.opensearch.transport.Netty4Plugin;
 
@@ -33,10 +34,11 @@ public final class OpenSearchNodeMain {
 
     /**
      * Netty4Plugin gives the HTTP and transport layers; CommonAnalysisPlugin the stemmer and other filters;
-     * MapperExtrasPlugin the token_count field. All three are modules of every OpenSearch distribution.
+     * MapperExtrasPlugin the token_count field; PainlessPlugin the scripted similarity that counts a word in a
+     * paper (the BM25F rescoring's). All four are modules of every OpenSearch distribution.
      */
     static final List<Class<? extends Plugin>> PLUGINS =
-            List.of(Netty4Plugin.class, CommonAnalysisPlugin.class, MapperExtrasPlugin.class);
+            List.of(Netty4Plugin.class, CommonAnalysisPlugin.class, MapperExtrasPlugin.class, PainlessPlugin.class);
 
     private OpenSearchNodeMain() {}
 
