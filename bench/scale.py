@@ -1,77 +1,194 @@
-"""Scale curve: build time, query latency and worker memory at about 30k, 100k and 300k records.
+"""Scale curve: build time, query latency and memory at about 30k, 100k and 300k records, per engine.
 
 For each size: the corpus (the real ACL records, then labelled synthetic ones, see
-bench/corpus.py), `searchsvc rebuild` and tantivy builds measured as in bench/build.py (the
-bare single-writer Whoosh build only up to `--bare-build-max` records: it takes ~10 s per
-1,000 records), the query mix through gunicorn from the Procfile (clients = workers), and
-the same requests in-process through the service, bare Whoosh (its own API over the
-service's index files, see bench/bare_whoosh.py) and tantivy. Writes scale.json, scale.md
-and scale.png (matplotlib, Agg).
+bench/corpus.py), built by `searchsvc rebuild` on each engine asked for (`--engines`: the
+embedded Whoosh index, and/or the OpenSearch backend on a cluster) and measured as in
+bench/build.py; then, for each ranking asked for (`--rankings`: by words alone, and/or by
+meaning too), the query mix through gunicorn from the Procfile (`--workers`, default the
+Procfile's 2) at each client count (`--clients`), with each worker's and each OpenSearch
+node's peak RSS. With the Whoosh engine, the same requests also run in-process through the
+service, bare Whoosh (its own API over the service's index files, see bench/bare_whoosh.py)
+and tantivy, and tantivy builds the corpus too (the bare single-writer Whoosh build only up to
+`--bare-build-max` records: it takes ~10 s per 1,000 records); `--no-references` leaves
+those out. Writes scale.json, scale.md and scale.png (matplotlib, Agg).
 
-Lexical ranking only by default. `--semantic` ranks by meaning too, with the default encoder:
-each rebuild embeds the papers its vector store lacks (reported: how many, in how long), and
-the store is kept between runs and sizes (`--vector-store`, default bench/.vectors), so sizes in
-increasing order embed each paper once (the larger corpus begins with the smaller one).
+Ranking by meaning uses the default encoder: each rebuild embeds the papers its vector store
+lacks (reported: how many, in how long), and the store is kept between runs, sizes and engines
+(`--vector-store`, default bench/.vectors), so sizes in increasing order embed each paper once
+(the larger corpus begins with the smaller one). Each engine builds once per size, with the
+vectors when any ranking asked for needs them; a ranking by words alone is served from the
+same index with ranking by meaning switched off, as a user would switch it.
 
-    python -m bench scale [--sizes 0,100000,300000] [--requests 200] [--semantic [--vector-store DIR]]
+OpenSearch: `--opensearch URLS` names a cluster; without it, the 2-node test cluster of
+tests/helpers/opensearch_cluster.py is started for the run (`--heap` per node) and stopped after.
+
+    python -m bench scale [--sizes 0,100000,300000] [--requests 200] [--rankings lexical,semantic]
+                          [--engines whoosh,opensearch] [--clients 2,4] [--vector-store DIR]
                           [--out bench/results/scale.json]
+    python -m bench scale --semantic ...   # the same as --rankings semantic
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
+from opensearchpy import OpenSearch
+
 from bench import corpus, mix
 from bench.bare_whoosh import BareSearcher
-from bench.build import build_once
-from bench.measure import VECTOR_STORE, machine, mib, table
+from bench.build import OPENSEARCH, build_once, opensearch_env
+from bench.measure import VECTOR_STORE, PeakSampler, machine, mib, table
 from bench.query import WARMUP, _service, http_load, in_process
 from bench.server import procfile_web
-from bench.tantivy_ref import TantivySearcher
 from searchsvc.backends.whoosh import WhooshBackend
 from searchsvc.settings import load_settings
 
-# Without --semantic: the lexical path, which every search runs anyway.
+ENGINES = {"whoosh": "searchsvc", "opensearch": OPENSEARCH}  # the engine's name here: its build's in bench/build.py
+RANKINGS = ("lexical", "semantic")
 LEXICAL = {"SEARCHSVC_SEMANTIC_RANKING": "false"}
 
 
-def one_size(
-    records: int, requests: int, local_requests: int, workers: int, bare_build_max: int, vector_store: Path | None
+def ranking_env(ranking: str, vector_store: Path) -> dict[str, str]:
+    """The settings of one ranking: by words alone, or by meaning too with the kept vectors."""
+    return {"SEARCHSVC_VECTOR_STORE": str(vector_store)} if ranking == "semantic" else LEXICAL
+
+
+def node_pids(urls: str) -> dict[str, int]:
+    """Each node's name and its JVM's PID, as the cluster reports them (`_nodes/process`)."""
+    client = OpenSearch(hosts=urls.split(","))
+    try:
+        nodes = client.nodes.info(metric="process")["nodes"].values()
+        return {node["name"]: int(node["process"]["id"]) for node in nodes}
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def nodes_sampled(pids: dict[str, int]) -> Iterator[dict[str, int]]:
+    """Each local node's peak RSS over the block, filled in when it ends (a node on another machine is left out)."""
+    samplers = {name: PeakSampler(pid) for name, pid in pids.items() if psutil.pid_exists(pid)}
+    peaks: dict[str, int] = {}
+    try:
+        yield peaks
+    finally:
+        peaks.update({name: sampler.stop() for name, sampler in samplers.items()})
+
+
+def serve(
+    engine: str,
+    ranking: str,
+    index_dir: Path,
+    log: Path,
+    sequence: list[mix.MixQuery],
+    warmup: list[mix.MixQuery],
+    workers: int,
+    clients: list[int],
+    vector_store: Path,
+    opensearch: str | None,
+) -> list[dict[str, Any]]:
+    """The mix through gunicorn serving one engine's index with one ranking, at each client count."""
+    settings = {**ranking_env(ranking, vector_store), **(opensearch_env(opensearch) if opensearch else {})}
+    pids = node_pids(opensearch) if opensearch else {}
+    loads = []
+    with procfile_web(index_dir, workers, log, **settings) as server:
+        warm = http_load(server, warmup, workers)  # each worker's first search opens the index: kept apart
+        for count in clients:
+            with nodes_sampled(pids) as nodes:
+                load = http_load(server, sequence, count)
+            warmed = {key: warm[key] for key in ("requests", "errors", "error_statuses", "latency_ms")}
+            after = [round(x, 2) for x in os.getloadavg()]
+            loads.append(
+                {"engine": engine, "ranking": ranking, **load, "warmup": warmed, "node_peak_rss_bytes": nodes,
+                 "load_after": after}
+            )  # fmt: skip
+    return loads
+
+
+def references(
+    work: Path,
+    index_dir: Path,
+    ranking: str,
+    vector_store: Path,
+    sequence: list[mix.MixQuery],
+    warmup: list[mix.MixQuery],
 ) -> dict[str, Any]:
-    """One corpus size; `vector_store`: rank by meaning, with the vectors kept there (None: lexical only)."""
-    ranking = {"SEARCHSVC_VECTOR_STORE": str(vector_store)} if vector_store else LEXICAL
+    """The same requests in-process: the service over the Whoosh index, bare Whoosh and tantivy, interleaved."""
+    from bench.tantivy_ref import TantivySearcher  # the bench extra's tantivy: only the references need it
+
+    semantic = ranking == "semantic"
+    chosen = {
+        "index_dir": index_dir,
+        "semantic_ranking": semantic,
+        **({"vector_store": vector_store} if semantic else {}),
+    }
+    backend = WhooshBackend(load_settings(chosen, environ={}))
+    bare = BareSearcher(index_dir / "generations" / (index_dir / "CURRENT").read_text().strip())
+    reference = TantivySearcher(work / "tantivy-index")
+    local_engines = {"searchsvc": _service(backend), "whoosh": bare.search, "tantivy": reference.search}
+    try:
+        in_process(warmup[:10], local_engines)
+        return in_process(sequence, local_engines)
+    finally:
+        bare.close()
+
+
+def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> dict[str, Any]:
+    """One corpus size: every engine's build, then every ranking's load through gunicorn on each."""
+    needs_vectors = "semantic" in args.rankings
+    build_settings = ranking_env("semantic" if needs_vectors else "lexical", args.vector_store)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
         work = Path(scratch)
         source = work / "corpus.jsonl"
         described = corpus.prepare(source, records)
-        engines = ["searchsvc", "tantivy"] + (["whoosh"] if described["records"] <= bare_build_max else [])
-        builds = {engine: build_once(engine, source, work, **ranking) for engine in engines}
-        if "whoosh" in builds:
-            shutil.rmtree(work / "whoosh-index")
         loaded = corpus.load(source)
-        sequence = mix.generate(loaded, requests)
+        sequence = mix.generate(loaded, args.requests)
         warmup = mix.generate(loaded, WARMUP, seed=mix.SEED + 1)
-        index_dir = work / "searchsvc-index"
-        with procfile_web(index_dir, workers, work / "gunicorn.log", **ranking) as server:
-            warm = http_load(server, warmup, workers)  # each worker's first search opens the index: kept apart
-            load = http_load(server, sequence, workers)
-        stored = {"vector_store": str(vector_store)} if vector_store else {}
-        chosen = {"index_dir": index_dir, "semantic_ranking": bool(vector_store), **stored}
-        backend = WhooshBackend(load_settings(chosen, environ={}))
-        generation = index_dir / "generations" / (index_dir / "CURRENT").read_text().strip()
-        bare = BareSearcher(generation)
-        reference = TantivySearcher(work / "tantivy-index")
-        local_engines = {"searchsvc": _service(backend), "whoosh": bare.search, "tantivy": reference.search}
-        in_process(warmup[:10], local_engines)
-        local = in_process(sequence[:local_requests], local_engines)
-        bare.close()
-    warmed = {key: warm[key] for key in ("requests", "errors", "error_statuses", "latency_ms")}
-    return {"corpus": described, "builds": builds, "warmup": warmed, "http": load, "in_process": local}
+        builds: dict[str, Any] = {}
+        loads: list[dict[str, Any]] = []
+        local: dict[str, Any] = {}
+        for engine in args.engines:
+            build = ENGINES[engine]
+            url = opensearch if engine == "opensearch" else None
+            builds[engine] = build_once(build, source, work, opensearch=url, **build_settings)
+            for ranking in args.rankings:
+                log = work / f"gunicorn-{engine}-{ranking}.log"
+                index_dir = work / f"{build}-index"
+                loads += serve(
+                    engine,
+                    ranking,
+                    index_dir,
+                    log,
+                    sequence,
+                    warmup,
+                    args.workers,
+                    args.clients,
+                    args.vector_store,
+                    url,
+                )
+                if engine == "whoosh" and args.references:
+                    if "tantivy" not in builds:
+                        builds["tantivy"] = build_once("tantivy", source, work)
+                        if described["records"] <= args.bare_build_max:
+                            builds["bare whoosh"] = build_once("whoosh", source, work)
+                            shutil.rmtree(work / "whoosh-index")
+                    requests = sequence[: args.local_requests]
+                    local[ranking] = references(work, index_dir, ranking, args.vector_store, requests, warmup)
+    return {"corpus": described, "builds": builds, "http": loads, "in_process": local}
+
+
+def judged(size: dict[str, Any], engine: str, ranking: str, clients: int) -> dict[str, Any] | None:
+    """The load of one engine and ranking at one client count, if it ran."""
+    wanted = (engine, ranking, clients)
+    return next((load for load in size["http"] if (load["engine"], load["ranking"], load["clients"]) == wanted), None)
 
 
 def plot(result: dict[str, Any], target: Path) -> None:
@@ -80,40 +197,35 @@ def plot(result: dict[str, Any], target: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sizes = [row["corpus"]["records"] for row in result["sizes"]]
+    sizes = result["sizes"]
+    records = [size["corpus"]["records"] for size in sizes]
     figure, (latency, build, memory) = plt.subplots(1, 3, figsize=(15, 4.5))
-    for label, pick in (
-        ("gunicorn p50", lambda r: r["http"]["latency_ms"]["p50"]),
-        ("gunicorn p95", lambda r: r["http"]["latency_ms"]["p95"]),
-        ("gunicorn p99", lambda r: r["http"]["latency_ms"]["p99"]),
-        ("bare Whoosh in-process p50", lambda r: r["in_process"]["whoosh"]["latency_ms"]["p50"]),
-        ("bare Whoosh in-process p95", lambda r: r["in_process"]["whoosh"]["latency_ms"]["p95"]),
-        ("tantivy in-process p50", lambda r: r["in_process"]["tantivy"]["latency_ms"]["p50"]),
-    ):
-        latency.plot(sizes, [pick(r) for r in result["sizes"]], marker="o", label=label)
+    for engine in result["engines"]:
+        for ranking in result["rankings"]:
+            runs = [judged(size, engine, ranking, result["workers"]) for size in sizes]
+            if None in runs:
+                continue
+            for quantile in ("p50", "p95"):
+                points = [run["latency_ms"][quantile] for run in runs if run]
+                latency.plot(records, points, marker="o", label=f"{engine}, {ranking}, gunicorn {quantile}")
+            rss = [mib(max(run["worker_peak_rss_bytes"])) for run in runs if run]
+            memory.plot(records, rss, marker="o", label=f"{engine}, {ranking}: largest worker")
+        if engine == "opensearch":
+            nodes = [max(sum(run["node_peak_rss_bytes"].values()) for run in size["http"]) for size in sizes]
+            memory.plot(records, [mib(n) for n in nodes], marker="s", label="opensearch: all nodes")
     latency.axhline(1000, color="grey", linestyle=":", label="1 s (p95 target)")
     latency.set(title="Query mix latency", xlabel="records", ylabel="ms", xscale="log", yscale="log")
     latency.legend(fontsize=7)
-    for engine, label in (
-        ("searchsvc", "searchsvc rebuild"),
-        ("whoosh", "bare Whoosh, one writer"),
-        ("tantivy", "tantivy"),
-    ):
+    for engine in [*result["engines"], "bare whoosh", "tantivy"]:
         points = [
-            (r["corpus"]["records"], r["builds"][engine]["seconds"]) for r in result["sizes"] if engine in r["builds"]
+            (size["corpus"]["records"], size["builds"][engine]["seconds"]) for size in sizes if engine in size["builds"]
         ]
         if points:
-            build.plot(*zip(*points, strict=True), marker="o", label=label)
+            build.plot(*zip(*points, strict=True), marker="o", label=engine)
     build.set(title="Build time", xlabel="records", ylabel="seconds", xscale="log", yscale="log")
     build.legend(fontsize=7)
-    memory.plot(
-        sizes,
-        [mib(max(r["http"]["worker_peak_rss_bytes"])) for r in result["sizes"]],
-        marker="o",
-        label="largest gunicorn worker, peak RSS",
-    )
-    memory.axhline(1024, color="grey", linestyle=":", label="1 GiB (target)")
-    memory.set(title="Memory per worker", xlabel="records", ylabel="MiB", xscale="log")
+    memory.axhline(1024, color="grey", linestyle=":", label="1 GiB (worker target)")
+    memory.set(title="Peak memory", xlabel="records", ylabel="MiB", xscale="log")
     memory.legend(fontsize=7)
     figure.suptitle("searchsvc at scale (ACL Anthology records + labelled synthetic extension)")
     figure.tight_layout()
@@ -121,80 +233,151 @@ def plot(result: dict[str, Any], target: Path) -> None:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    rows = []
-    for r in result["sizes"]:
-        http, local, builds = r["http"], r["in_process"], r["builds"]
-        rows.append(
-            [
-                f"{r['corpus']['records']:,} ({r['corpus']['synthetic']:,} synthetic)",
-                builds["searchsvc"]["seconds"],
-                builds.get("whoosh", {}).get("seconds", "—"),
-                builds["tantivy"]["seconds"],
-                mib(builds["searchsvc"]["index_bytes"]),
-                http["throughput_rps"],
-                http["latency_ms"]["p50"],
-                http["latency_ms"]["p95"],
-                http["latency_ms"]["p99"],
-                http["errors"],
-                mib(max(http["worker_peak_rss_bytes"])),
-                local["searchsvc"]["latency_ms"]["p50"],
-                local["whoosh"]["latency_ms"]["p50"],
-                local["whoosh"]["latency_ms"]["p95"],
-                local["tantivy"]["latency_ms"]["p50"],
-            ]
-        )
     header = [
         "records",
-        "rebuild s",
-        "bare Whoosh build s",
-        "tantivy build s",
-        "index MiB",
-        "gunicorn req/s",
+        "engine",
+        "ranking",
+        "clients",
+        "req/s",
         "p50 ms",
         "p95 ms",
         "p99 ms",
         "errors",
-        "worker RSS MiB",
-        "in-process searchsvc p50",
-        "bare Whoosh p50",
-        "bare Whoosh p95",
-        "tantivy p50",
+        "worker peak RSS MiB",
+        "node peak RSS MiB",
+        "load after",
     ]
-    ranking = (
-        f"ranked by meaning too ({result['encoder']} encoder)" if result.get("semantic_ranking") else "lexical ranking"
-    )
+    rows = [
+        [
+            f"{size['corpus']['records']:,}",
+            load["engine"],
+            load["ranking"],
+            load["clients"],
+            load["throughput_rps"],
+            load["latency_ms"]["p50"],
+            load["latency_ms"]["p95"],
+            load["latency_ms"]["p99"],
+            load["errors"],
+            ", ".join(str(mib(rss)) for rss in load["worker_peak_rss_bytes"]),
+            ", ".join(f"{name} {mib(rss)}" for name, rss in sorted(load["node_peak_rss_bytes"].items())) or "—",
+            load["load_after"],
+        ]
+        for size in result["sizes"]
+        for load in size["http"]
+    ]
     return (
-        f"{result['workers']} gunicorn workers, {result['workers']} clients, {result['requests']} requests per size "
-        f"(in-process: the first {result['local_requests']}), {ranking}; load average at the end "
-        f"{result['machine']['load_average_1_5_15']}\n\n" + table(header, rows) + "\n\n" + by_kind(result)
+        f"gunicorn from the Procfile with {result['workers']} sync workers, {result['requests']} requests per run "
+        f"(the same seeded mix on every engine), clients {', '.join(map(str, result['clients']))}; ranking by meaning "
+        f"with the {result['encoder']} encoder; load average at the end {result['machine']['load_average_1_5_15']}\n\n"
+        + table(header, rows)
+        + "\n\n"
+        + builds(result)
+        + "\n\n"
+        + ratios(result)
+        + "\n\n"
+        + by_kind(result)
+        + local_table(result)
     )
+
+
+def builds(result: dict[str, Any]) -> str:
+    """Each engine's build per size, with what its rebuild embedded."""
+    header = ["records", "build", "seconds", "CPU s", "peak RSS MiB (client)", "index MiB", "embedded", "load before"]
+    rows = []
+    for size in result["sizes"]:
+        for engine, build in size["builds"].items():
+            embedded = build.get("embedded", 0)
+            rows.append(
+                [
+                    f"{size['corpus']['records']:,}",
+                    engine,
+                    build["seconds"],
+                    build["cpu_seconds"],
+                    mib(build["peak_rss_bytes"]),
+                    mib(build["index_bytes"]),
+                    f"{embedded:,} in {build['embedding_seconds']:,.0f} s" if embedded else "0",
+                    build["load_before"],
+                ]
+            )
+    return table(header, rows)
+
+
+def ratios(result: dict[str, Any]) -> str:
+    """OpenSearch over Whoosh in the same run: each percentile at each client count, and the build."""
+    if not {"whoosh", "opensearch"} <= set(result["engines"]):
+        return ""
+    rows = []
+    for size in result["sizes"]:
+        build = size["builds"]["opensearch"]["seconds"] / size["builds"]["whoosh"]["seconds"]
+        for ranking in result["rankings"]:
+            for clients in result["clients"]:
+                ours, theirs = judged(size, "opensearch", ranking, clients), judged(size, "whoosh", ranking, clients)
+                if ours and theirs:
+                    by = [round(ours["latency_ms"][q] / theirs["latency_ms"][q], 2) for q in ("p50", "p95", "p99")]
+                    rows.append([f"{size['corpus']['records']:,}", ranking, clients, *by, round(build, 2)])
+    header = ["records", "ranking", "clients", "p50 ÷ Whoosh", "p95 ÷ Whoosh", "p99 ÷ Whoosh", "build ÷ Whoosh"]
+    return "OpenSearch over Whoosh, same run:\n\n" + table(header, rows)
 
 
 def by_kind(result: dict[str, Any]) -> str:
-    """Through gunicorn, per kind of request; then each size's warm-up and the rebuild's embedding."""
+    """Through gunicorn, per kind of request, at one client per worker; then each run's warm-up."""
     rows = [
-        [f"{r['corpus']['records']:,}", kind, summary["n"], summary["p50"], summary["p95"], summary["p99"]]
-        for r in result["sizes"]
-        for kind, summary in r["http"]["by_kind_ms"].items()
+        [f"{size['corpus']['records']:,}", load["engine"], load["ranking"], kind, s["n"], s["p50"], s["p95"], s["p99"]]
+        for size in result["sizes"]
+        for load in size["http"]
+        if load["clients"] == result["workers"]
+        for kind, s in load["by_kind_ms"].items()
     ]
     notes = []
-    for r in result["sizes"]:
-        build, warmup = r["builds"]["searchsvc"], r.get("warmup")
-        embedded = build.get("embedded", 0)
-        if embedded:
-            seconds = build["embedding_seconds"]
-            notes.append(
-                f"- {r['corpus']['records']:,}: the rebuild embedded {embedded:,} papers (the others were stored) "
-                f"in {seconds:,.0f} s, {embedded / seconds:.1f} papers/s"
-            )
-        if warmup:  # each worker's first search opens the index
+    for size in result["sizes"]:
+        for load in size["http"]:
+            warmup = load["warmup"]
+            if load["clients"] != result["clients"][0]:
+                continue
             errors = f" {warmup['error_statuses']}" if warmup["errors"] else ""
             notes.append(
-                f"- {r['corpus']['records']:,}: warm-up before the measured requests: {warmup['requests']} requests, "
-                f"{warmup['errors']} errors{errors}, slowest {warmup['latency_ms']['max']:,.0f} ms"
+                f"- {size['corpus']['records']:,}, {load['engine']}, {load['ranking']}: warm-up before the measured "
+                f"requests: {warmup['requests']} requests, {warmup['errors']} errors{errors}, slowest "
+                f"{warmup['latency_ms']['max']:,.0f} ms"
             )
-    header = ["records", "kind", "requests", "p50 ms", "p95 ms", "p99 ms"]
+    header = ["records", "engine", "ranking", "kind", "requests", "p50 ms", "p95 ms", "p99 ms"]
     return table(header, rows) + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def local_table(result: dict[str, Any]) -> str:
+    """The in-process references over the Whoosh index, if they ran."""
+    rows = [
+        [f"{size['corpus']['records']:,}", ranking, name, *(run["latency_ms"][q] for q in ("p50", "p95", "p99"))]
+        for size in result["sizes"]
+        for ranking, engines in size["in_process"].items()
+        for name, run in engines.items()
+    ]
+    if not rows:
+        return ""
+    header = ["records", "ranking", "in-process", "p50 ms", "p95 ms", "p99 ms"]
+    return f"\n\nIn-process, the first {result['local_requests']} requests:\n\n" + table(header, rows)
+
+
+@contextlib.contextmanager
+def cluster_for(args: argparse.Namespace, scratch: Path) -> Iterator[str | None]:
+    """The cluster's URLs: those given, or the test cluster started for the run (None: no OpenSearch asked for)."""
+    if "opensearch" not in args.engines:
+        yield None
+    elif args.opensearch:
+        yield args.opensearch
+    else:
+        from tests.helpers.opensearch_cluster import start_cluster
+
+        with start_cluster(scratch / "opensearch", heap=args.heap) as cluster:
+            yield ",".join(cluster.urls)
+
+
+def listed(text: str, allowed: tuple[str, ...] | dict[str, str]) -> list[str]:
+    chosen = [item.strip() for item in text.split(",") if item.strip()]
+    unknown = [item for item in chosen if item not in allowed]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(allowed)}: {text!r}")
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -203,28 +386,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--local-requests", type=int, default=100, help="of those, how many also run in-process")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--clients", default="", help="client counts, one load run each (default: one per worker)")
     parser.add_argument("--bare-build-max", type=int, default=30_000)
-    parser.add_argument("--semantic", action="store_true", help="rank by meaning too (embeds what the store lacks)")
-    parser.add_argument("--vector-store", type=Path, default=VECTOR_STORE, help="with --semantic (default %(default)s)")
+    parser.add_argument("--engines", type=lambda text: listed(text, ENGINES), default=["whoosh"])
+    parser.add_argument("--rankings", type=lambda text: listed(text, RANKINGS), default=["lexical"])
+    parser.add_argument("--semantic", action="store_true", help="the same as --rankings semantic")
+    parser.add_argument("--no-references", dest="references", action="store_false", help="no tantivy, no bare Whoosh")
+    parser.add_argument("--vector-store", type=Path, default=VECTOR_STORE, help="kept between runs (%(default)s)")
+    parser.add_argument("--opensearch", metavar="URLS", help="the cluster (default: start the 2-node test cluster)")
+    parser.add_argument("--heap", default="512m", help="each test cluster node's Java heap (%(default)s)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    vector_store = args.vector_store.resolve() if args.semantic else None
+    if args.semantic:
+        args.rankings = ["semantic"]
+    args.vector_store = args.vector_store.resolve()
+    args.clients = [int(c) for c in args.clients.split(",")] if args.clients else [args.workers]
     result: dict[str, Any] = {
         "workers": args.workers,
+        "clients": args.clients,
         "requests": args.requests,
         "local_requests": args.local_requests,
-        "semantic_ranking": args.semantic,
+        "engines": args.engines,
+        "rankings": args.rankings,
+        "encoder": load_settings(environ={}).encoder,
         "sizes": [],
     }
-    if args.semantic:
-        result["encoder"] = load_settings(environ={}).encoder
-    for size in (int(s) for s in args.sizes.split(",")):
-        result["sizes"].append(
-            one_size(size, args.requests, args.local_requests, args.workers, args.bare_build_max, vector_store)
-        )
-        result["machine"] = machine()
-        if args.out:  # after every size, so a long run leaves what it measured
-            args.out.write_text(json.dumps(result, indent=2) + "\n")
+    with tempfile.TemporaryDirectory(prefix="bench-scale-cluster-") as scratch, cluster_for(args, Path(scratch)) as url:
+        for size in (int(s) for s in args.sizes.split(",")):
+            result["sizes"].append(one_size(size, args, url))
+            result["machine"] = machine()
+            if args.out:  # after every size, so a long run leaves what it measured
+                args.out.write_text(json.dumps(result, indent=2) + "\n")
     text = markdown(result)
     print(text)
     if args.out:

@@ -44,11 +44,9 @@ MAIN_CLASS = "searchsvc.testcluster.OpenSearchNodeMain"
 BUILD_TIMEOUT = 900.0  # a cold build downloads ~45 MB of jars into an empty ~/.m2
 START_TIMEOUT = 180.0
 STOP_GRACE = 30.0
-HEAP = "512m"
-# The distribution's jvm.options that matter without Bootstrap, plus a fixed heap (the machine has 2 cores).
+HEAP = "512m"  # each node's fixed Java heap, unless a caller asks for another (the benchmarks at size)
+# The distribution's jvm.options that matter without Bootstrap (the machine has 2 cores).
 JVM_OPTIONS = [
-    f"-Xms{HEAP}",
-    f"-Xmx{HEAP}",
     "-XX:+ExitOnOutOfMemoryError",
     "-XX:-OmitStackTraceInFastThrow",
     "-Djava.awt.headless=true",
@@ -245,8 +243,9 @@ def _is_our_node(pid: int, spec_home: Path) -> bool:
 class Cluster:
     """A running cluster of OpenSearch JVMs; `stop()` (or leaving the `with` block) always ends every node."""
 
-    def __init__(self, workdir: Path, specs: list[NodeSpec], cluster_name: str) -> None:
+    def __init__(self, workdir: Path, specs: list[NodeSpec], cluster_name: str, heap: str = HEAP) -> None:
         self.workdir = workdir
+        self.heap = heap
         self.specs = specs
         self.cluster_name = cluster_name
         self._processes: list[subprocess.Popen[bytes] | None] = [None] * len(specs)
@@ -269,7 +268,8 @@ class Cluster:
 
     def _start_node(self, i: int) -> None:
         spec = self.specs[i]
-        command = [_java(), *JVM_OPTIONS, "-cp", f"{TARGET / 'classes'}:{TARGET / 'dependency'}/*", MAIN_CLASS]
+        heap = [f"-Xms{self.heap}", f"-Xmx{self.heap}"]
+        command = [_java(), *heap, *JVM_OPTIONS, "-cp", f"{TARGET / 'classes'}:{TARGET / 'dependency'}/*", MAIN_CLASS]
         with open(spec.log, "ab") as log:
             log.write(f"\n===== starting {spec.name} at {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
             log.flush()
@@ -371,7 +371,7 @@ def _save_state(workdir: Path, cluster: Cluster) -> None:
     (workdir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
 
 
-def start_cluster(workdir: Path, nodes: int = 2, timeout: float = START_TIMEOUT) -> Cluster:
+def start_cluster(workdir: Path, nodes: int = 2, timeout: float = START_TIMEOUT, heap: str = HEAP) -> Cluster:
     """Build if needed, then start `nodes` nodes on free loopback ports under `workdir` and wait until they form a
     cluster. On any failure every started node is stopped and ClusterError says why (with the nodes' log tails).
 
@@ -387,7 +387,7 @@ def start_cluster(workdir: Path, nodes: int = 2, timeout: float = START_TIMEOUT)
                      transport_port=ports[2 * i + 1])
             for i in range(nodes)
         ]  # fmt: skip
-        cluster = Cluster(attempt_dir, specs, cluster_name=f"searchsvc-test-{uuid.uuid4().hex[:12]}")
+        cluster = Cluster(attempt_dir, specs, cluster_name=f"searchsvc-test-{uuid.uuid4().hex[:12]}", heap=heap)
         try:
             for spec in specs:
                 _write_config(spec, cluster.cluster_name, specs)
@@ -451,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["start", "stop", "build"])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/oscluster"), help="cluster home, logs and PID files")
     parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--heap", default=HEAP, help="each node's Java heap (%(default)s)")
     args = parser.parse_args(argv)
     if args.command == "build":
         ensure_built()
@@ -468,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(home, ignore_errors=True)
         (home.parent / f"{name}.log").unlink(missing_ok=True)
     try:
-        cluster = start_cluster(workdir, nodes=args.nodes)
+        cluster = start_cluster(workdir, nodes=args.nodes, heap=args.heap)
     except ClusterError as exc:
         print(exc, file=sys.stderr)
         return 1
