@@ -4,11 +4,11 @@ Each ask is one search of one tier: the page's places, or with ranking by meanin
 first `fusion.CANDIDATES`, with their vectors. For plain words the lexical order is BM25F's,
 as on Whoosh: a page ending at place p is decided by the cluster's first `pool_size(p)` places,
 scored again (`word_rescoring.POOL` for the first pages). The pool is first asked for its
-documents' ids only (and what orders ties, and what BM25F reads of each), and then the page's documents in full: highlighting
-the whole pool of 300 had made a first page cost twice as much (docs/scaling.md), and page 31
-costs no more highlights than page 1. Past `rescore_limit` places a page keeps the cluster's
-choice of documents, scored and ordered by BM25F among themselves. What comes first is decided
-by core.ranking.
+documents' ids only (and what orders ties, and what BM25F reads of each), and then the page's
+documents in full: highlighting the whole pool of 300 had made a first page cost twice as much
+(docs/scaling.md), and page 31 costs no more highlights than page 1. Past `rescore_limit` places
+a page keeps the cluster's choice of documents, scored and ordered by BM25F among themselves.
+What comes first is decided by core.ranking.
 """
 
 from __future__ import annotations

@@ -34,6 +34,9 @@ from searchsvc.core.query import Also, Group, Node, Respelled, Word, searched_fi
 POOL = 300  # a tier's first places rescored: Whoosh's best 100 are among the cluster's best 300
 MARGIN = 3  # so a page ending at place p is decided by the cluster's first MARGIN × p (candidates.pool_size)
 _STATISTICS = "bm25f"  # the global aggregation holding the word statistics
+_COUNTED_MARK = (
+    f"{TEXT_FIELDS[0]}.{LENGTH}"  # in a hit's fields when `counting` asked for them (every paper has a title)
+)
 _NO_VECTOR_DETAIL = {"positions": False, "offsets": False, "payloads": False, "field_statistics": False}
 
 
@@ -194,7 +197,7 @@ class WordRescorer:
         """What BM25F reads of each document: from its hit where `counting` asked for it, else kept
         from before (`parts` after `scores`), else asked for the rest in one search."""
         for doc in docs:
-            if doc_key(doc) not in self._read and "fields" in doc:
+            if doc_key(doc) not in self._read and _COUNTED_MARK in doc.get("fields", {}):
                 self._read[doc_key(doc)] = _counted(doc)
         missing = [doc for doc in docs if doc_key(doc) not in self._read]
         if missing:
