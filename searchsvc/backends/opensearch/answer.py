@@ -82,7 +82,8 @@ class OpenSearchAnswer:
         return docs
 
     def hits(self, ranked: Ranked) -> list[Hit]:
-        return [hit(doc, score) for doc, score in ranked]
+        docs = self._tiers.marked([doc for doc, _score in ranked])
+        return [hit(doc, score) for doc, (_doc, score) in zip(docs, ranked, strict=True)]
 
     def papers(self, ranked: Ranked) -> list[Paper]:
         return [paper_of(doc["_source"]) for doc, _score in ranked]

@@ -52,11 +52,11 @@ class AliasSearches:
             )
         )
 
-    def msearch(self, bodies: list[Dsl]) -> list[dict[str, Any]]:
-        """The answers to several searches sent in one request, in order."""
+    def msearch(self, bodies: list[Dsl], scored: bool = True) -> list[dict[str, Any]]:
+        """The answers to several searches sent in one request, in order (`scored` as for `search`)."""
         lines: list[Dsl] = []
         for body in bodies:
-            lines += [{"search_type": SEARCH_TYPE, "allow_partial_search_results": False}, body]
+            lines += [{"search_type": SEARCH_TYPE if scored else UNSCORED, "allow_partial_search_results": False}, body]
 
         def ask() -> list[dict[str, Any]]:
             responses = self.client.msearch(index=self.alias, body=lines)["responses"]

@@ -8,7 +8,9 @@ documents' ids only (and what orders ties, and what BM25F reads of each), and th
 documents in full: highlighting the whole pool of 300 had made a first page cost twice as much
 (docs/scaling.md), and page 31 costs no more highlights than page 1. Past `rescore_limit` places
 a page keeps the cluster's choice of documents, scored and ordered by BM25F among themselves.
-What comes first is decided by core.ranking.
+The candidates of a fusion (a tier's first 100, with vectors) come unhighlighted: only the
+page's ten are shown, and `marked` highlights those in one more request (highlighting all 100
+had cost more than fetching them). What comes first is decided by core.ranking.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.querying import Dsl
-from searchsvc.backends.opensearch.search_bodies import SOURCE, Plan, page
+from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.vectors import vectors_of
 from searchsvc.backends.opensearch.word_rescoring import MARGIN, POOL, WordRescorer, doc_key
 from searchsvc.core.explanation import LexicalParts
@@ -45,6 +47,7 @@ class TierCandidates:
         self._timeout = timeout
         self._rescorers = (typed, widened)  # the first tiers by the words as typed; the last by all searched
         self._rescored: dict[int, set[tuple[str, str]]] = {}  # per tier, the documents BM25F scored
+        self._unmarked: dict[tuple[str, str], int] = {}  # documents fetched unhighlighted, with their tier
         self._limit = rescore_limit
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
@@ -72,7 +75,8 @@ class TierCandidates:
         """Places [low, high) as the cluster chose them: past `rescore_limit`, the page's own
         documents scored by BM25F and ordered among themselves (a query of plain words), so their
         scores are on the first pages' scale; otherwise in the cluster's order and scores."""
-        docs = self._search(tier, low, high, with_vectors, self._highlight, rescorer)
+        docs = self._search(tier, low, high, with_vectors, self._marks(with_vectors), rescorer)
+        self._unmarked_of(tier, docs, with_vectors)
         scores = np.array([doc["_score"] for doc in docs], dtype=np.float64)
         if rescorer is not None:
             docs, scores = self._rescored_head(tier, docs, scores, rescorer, head=len(docs))
@@ -110,16 +114,48 @@ class TierCandidates:
         if not wanted:
             return [], np.zeros(0, dtype=bool)
         ids = [doc["_id"] for doc in wanted]
-        body = {
-            "query": {"bool": {"must": self._plan.tier_query(tier), "filter": {"ids": {"values": ids}}}},
-            "track_total_hits": False,
-            **self._timeout,
-            **page("relevance", 0, len(ids), self._highlight, with_vectors),
-        }
+        body = {**self._of_tier(tier, ids), **page("relevance", 0, len(ids), self._marks(with_vectors), with_vectors)}
         # Their order and scores are the pool's: this search's scores are not read.
-        found = {doc_key(doc): doc for doc in self._searches.search(body, scored=False)["hits"]["hits"]}
+        hits = self._searches.search(body, scored=False)["hits"]["hits"]
+        found = {doc_key(doc): doc for doc in self._unmarked_of(tier, hits, with_vectors)}
         kept = np.array([doc_key(doc) in found for doc in wanted], dtype=bool)
         return [found[doc_key(doc)] for doc in wanted if doc_key(doc) in found], kept
+
+    def _marks(self, with_vectors: bool) -> bool:
+        """Whether a fetch highlights its documents: a page's yes, a fusion's candidates (with vectors)
+        not, `marked` highlights the few shown."""
+        return self._highlight and not with_vectors
+
+    def _unmarked_of(self, tier: int, docs: list[Dsl], with_vectors: bool) -> list[Dsl]:
+        """`docs`, noted with their tier for `marked` if their fetch left highlights to it."""
+        if self._highlight and not self._marks(with_vectors):
+            self._unmarked.update((doc_key(doc), tier) for doc in docs)
+        return docs
+
+    def _of_tier(self, tier: int, ids: list[str]) -> Dsl:
+        """A search of the documents `ids` by the tier's query (what its highlights mark)."""
+        query = {"bool": {"must": self._plan.tier_query(tier), "filter": {"ids": {"values": ids}}}}
+        return {"query": query, "track_total_hits": False, **self._timeout}
+
+    def marked(self, docs: list[Dsl]) -> list[Dsl]:
+        """`docs` with their highlights: those a fusion's fetch left unmarked asked for now, by the
+        query of the tier each came from (one request for all tiers)."""
+        by_tier: dict[int, list[str]] = {}
+        for doc in docs:
+            if doc_key(doc) in self._unmarked and "highlight" not in doc:
+                by_tier.setdefault(self._unmarked[doc_key(doc)], []).append(doc["_id"])
+        if not by_tier:
+            return docs
+        bodies = [
+            {**self._of_tier(tier, ids), "size": len(ids), "_source": False, "highlight": HIGHLIGHT}
+            for tier, ids in by_tier.items()
+        ]
+        marks = {
+            doc_key(doc): doc.get("highlight", {})
+            for answer in self._searches.msearch(bodies, scored=False)
+            for doc in answer["hits"]["hits"]
+        }
+        return [{**doc, "highlight": marks[doc_key(doc)]} if doc_key(doc) in marks else doc for doc in docs]
 
     def lexical_parts(self, tier: int, docs: list[Dsl]) -> list[LexicalParts | None]:
         """The words' parts of the lexical scores `candidates` gave `docs` in `tier` (one request): None

@@ -1,4 +1,5 @@
-"""A rescored pool's page, asked for its ids first and then in full, keeps each paper with its own score."""
+"""A rescored pool's page, asked for its ids first and then in full, keeps each paper with its own score; a fusion's
+candidates are highlighted only where shown."""
 
 from __future__ import annotations
 
@@ -34,8 +35,15 @@ class _Searches:
         if ids is None:
             found = self.pool[body["from"] : body["from"] + body["size"]]
         else:
-            found = [{**doc, "highlight": {}} for doc in self.pool if doc["_id"] in ids and doc["_id"] not in self.gone]
+            found = [doc for doc in self.pool if doc["_id"] in ids and doc["_id"] not in self.gone]
+            found = [{**doc, "highlight": {}} for doc in found] if "highlight" in body else found
         return {"hits": {"hits": found}}
+
+    def msearch(self, bodies: list[dict[str, Any]], scored: bool = True) -> list[dict[str, Any]]:
+        assert not scored
+        answers = [self.search(body, scored)["hits"]["hits"] for body in bodies]
+        mark = {"title": ["<mark>x</mark>"]}
+        return [{"hits": {"hits": [{**doc, "highlight": mark} for doc in hits]}} for hits in answers]
 
     def asked(self, ask: Any) -> Any:
         return ask()
@@ -71,3 +79,25 @@ def test_a_pool_is_three_times_the_page_within_its_bounds() -> None:
     assert pool_size(10, 1500) == POOL
     assert pool_size(310, 1500) == MARGIN * 310
     assert pool_size(1000, 1500) == 1500
+
+
+def test_a_fusions_candidates_are_highlighted_only_where_shown() -> None:
+    """With vectors (a fusion's 100 candidates) the fetch highlights nothing; `marked` asks for the shown ones'
+    highlights by their tier's query, in one request, and leaves documents already highlighted alone."""
+    pool = [_doc(f"p{i}", 2020, float(i)) for i in range(6)]
+    searches = _Searches(pool, gone=set())
+    tiers = TierCandidates(searches, _Plan(), True, {}, _Rescorer(), None, 3000)  # type: ignore[arg-type]
+    found = tiers.candidates(0, 0, 6, with_vectors=True)
+    full = searches.bodies[-1]
+    assert "highlight" not in full and all("highlight" not in doc for doc in found.refs)
+    shown = tiers.marked(found.refs[:2])
+    assert [doc["_id"] for doc in shown] == ["p5", "p4"]
+    assert all(doc["highlight"] == {"title": ["<mark>x</mark>"]} for doc in shown)
+    asked = searches.bodies[-1]
+    assert asked["query"]["bool"]["filter"] == {"ids": {"values": ["p5", "p4"]}} and "highlight" in asked
+    before = len(searches.bodies)
+    assert tiers.marked(shown) == shown and len(searches.bodies) == before  # nothing left to ask for
+
+    page = TierCandidates(searches, _Plan(), True, {}, _Rescorer(), None, 3000)  # type: ignore[arg-type]
+    docs = page.candidates(0, 0, 3, with_vectors=False).refs  # a page without fusion: highlighted at once
+    assert all("highlight" in doc for doc in docs) and page.marked(docs) == docs
