@@ -13,9 +13,11 @@ and tantivy, and tantivy builds the corpus too (the bare single-writer Whoosh bu
 those out. Writes scale.json, scale.md and scale.png (matplotlib, Agg).
 
 Ranking by meaning uses the default encoder: each rebuild embeds the papers its vector store
-lacks (reported: how many, in how long), and the store is kept between runs, sizes and engines
-(`--vector-store`, default bench/.vectors), so sizes in increasing order embed each paper once
-(the larger corpus begins with the smaller one). Each engine builds once per size, with the
+lacks (reported: how many, in how long), and the stores are kept between runs and engines, one
+per size (`--vector-store`, default bench/.vectors, holds a folder per record count): a store
+shared by sizes was compacted by the smaller corpus's rebuild to that corpus's papers, which
+threw away the larger one's vectors (270,000 of them, 50 minutes of embedding, on 5 Dec).
+Each engine builds once per size, with the
 vectors when any ranking asked for needs them; a ranking by words alone is served from the
 same index with ranking by meaning switched off, as a user would switch it.
 
@@ -144,7 +146,8 @@ def references(
 def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> dict[str, Any]:
     """One corpus size: every engine's build, then every ranking's load through gunicorn on each."""
     needs_vectors = "semantic" in args.rankings
-    build_settings = ranking_env("semantic" if needs_vectors else "lexical", args.vector_store)
+    vector_store = args.vector_store / str(records)  # a store per size: see the module's docstring
+    build_settings = ranking_env("semantic" if needs_vectors else "lexical", vector_store)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
         work = Path(scratch)
         source = work / "corpus.jsonl"
@@ -171,7 +174,7 @@ def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> 
                     warmup,
                     args.workers,
                     args.clients,
-                    args.vector_store,
+                    vector_store,
                     url,
                 )
                 if engine == "whoosh" and args.references:
@@ -181,7 +184,7 @@ def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> 
                             builds["bare whoosh"] = build_once("whoosh", source, work)
                             shutil.rmtree(work / "whoosh-index")
                     requests = sequence[: args.local_requests]
-                    local[ranking] = references(work, index_dir, ranking, args.vector_store, requests, warmup)
+                    local[ranking] = references(work, index_dir, ranking, vector_store, requests, warmup)
     return {"corpus": described, "builds": builds, "http": loads, "in_process": local}
 
 
