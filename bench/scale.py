@@ -154,7 +154,7 @@ def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> 
         described = corpus.prepare(source, records)
         loaded = corpus.load(source)
         sequence = mix.generate(loaded, args.requests)
-        warmup = mix.generate(loaded, WARMUP, seed=mix.SEED + 1)
+        warmup = mix.generate(loaded, args.warmup, seed=mix.SEED + 1)
         builds: dict[str, Any] = {}
         loads: list[dict[str, Any]] = []
         local: dict[str, Any] = {}
@@ -390,6 +390,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--local-requests", type=int, default=100, help="of those, how many also run in-process")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--clients", default="", help="client counts, one load run each (default: one per worker)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=WARMUP,
+        help="requests before each measured run: a fresh JVM needs more (%(default)s)",
+    )
     parser.add_argument("--bare-build-max", type=int, default=30_000)
     parser.add_argument("--engines", type=lambda text: listed(text, ENGINES), default=["whoosh"])
     parser.add_argument("--rankings", type=lambda text: listed(text, RANKINGS), default=["lexical"])
