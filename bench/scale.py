@@ -103,10 +103,10 @@ def serve(
     loads = []
     with procfile_web(index_dir, workers, log, **settings) as server:
         warm = http_load(server, warmup, workers)  # each worker's first search opens the index: kept apart
+        warmed = {key: warm[key] for key in ("requests", "errors", "error_statuses", "latency_ms")}
         for count in clients:
             with nodes_sampled(pids) as nodes:
                 load = http_load(server, sequence, count)
-            warmed = {key: warm[key] for key in ("requests", "errors", "error_statuses", "latency_ms")}
             after = [round(x, 2) for x in os.getloadavg()]
             loads.append(
                 {"engine": engine, "ranking": ranking, **load, "warmup": warmed, "node_peak_rss_bytes": nodes,
@@ -158,6 +158,12 @@ def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> 
         builds: dict[str, Any] = {}
         loads: list[dict[str, Any]] = []
         local: dict[str, Any] = {}
+        compared = "whoosh" in args.engines and args.references  # the in-process references, over the Whoosh index
+        if compared:
+            builds["tantivy"] = build_once("tantivy", source, work)
+            if described["records"] <= args.bare_build_max:
+                builds["bare whoosh"] = build_once("whoosh", source, work)
+                shutil.rmtree(work / "whoosh-index")
         for engine in args.engines:
             build = ENGINES[engine]
             url = opensearch if engine == "opensearch" else None
@@ -177,12 +183,7 @@ def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> 
                     vector_store,
                     url,
                 )
-                if engine == "whoosh" and args.references:
-                    if "tantivy" not in builds:
-                        builds["tantivy"] = build_once("tantivy", source, work)
-                        if described["records"] <= args.bare_build_max:
-                            builds["bare whoosh"] = build_once("whoosh", source, work)
-                            shutil.rmtree(work / "whoosh-index")
+                if engine == "whoosh" and compared:
                     requests = sequence[: args.local_requests]
                     local[ranking] = references(work, index_dir, ranking, vector_store, requests, warmup)
     return {"corpus": described, "builds": builds, "http": loads, "in_process": local}
