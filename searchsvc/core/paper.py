@@ -113,6 +113,13 @@ def catalogue_key(year: int | None, paper_id: str, newest: bool = True) -> tuple
     return (year is None, -(year or 0) if newest else (year or 0), paper_id)
 
 
+def catalogue_tie(year: int | None, paper_id: str) -> str:
+    """`catalogue_key` (newest first) as one string that sorts alike, so that papers fetched by
+    different requests of one search (a tier's candidates, those found by meaning) break ties
+    alike without being ranked all together. Years are 4 digits (ingest.fields)."""
+    return f"1{paper_id}" if year is None else f"0{9999 - year:04d}{paper_id}"
+
+
 def paper_id_for_title(title: str) -> str:
     """A stable, readable id for a record that has none: slug plus a hash of the title.
 

@@ -176,7 +176,7 @@ class Settings:
         "papers nearest in meaning to the query (an exact scan of every vector: docs/performance.md) that join its "
         "tiers' reordered candidates wherever the words placed them, so a paper that answers the query in other "
         "words can reach the first page (docs/relevance.md); 100 doubles a tier's pool at most, as many as the "
-        "lexical candidates reordered; 0: none, which OpenSearch does not find yet (docs/decisions.md)",
+        "lexical candidates reordered; 0: none",
         Integer(0, 1000),
     )
     meaning_without_words: bool = _setting(
@@ -370,7 +370,6 @@ def load_settings(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
     settings = Settings(**{name: _read(name, value) for name, value in given.items()})
     _check_order(settings, given)
     _check_writers(settings)
-    _check_meaning_candidates(settings, given)
     return settings
 
 
@@ -425,17 +424,6 @@ def _check_order(settings: Settings, given: Mapping[str, _Given]) -> None:
                 f"{named[0]} is more than {named[1]}: {smaller} must not exceed {larger}",
                 {"setting": smaller},
             )
-
-
-def _check_meaning_candidates(settings: Settings, given: Mapping[str, _Given]) -> None:
-    """OpenSearch finds no papers by meaning yet (docs/decisions.md): asking it to is refused, not ignored."""
-    if settings.meaning_candidates and settings.backend == "opensearch":
-        name = given["meaning_candidates"].variable if "meaning_candidates" in given else "meaning_candidates"
-        raise ConfigurationError(
-            f"{name}={settings.meaning_candidates} needs the whoosh backend: the opensearch backend finds no papers "
-            "by meaning yet; set it to 0",
-            {"setting": "meaning_candidates"},
-        )
 
 
 def _check_writers(settings: Settings) -> None:

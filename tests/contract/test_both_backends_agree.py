@@ -45,6 +45,19 @@ SAME_ANSWERS = [
 ]
 
 
+# Plain words, which both engines score alike (BM25F), with the papers nearest them in meaning:
+# describing words (papers holding none of them may join), typos (the last tier), filters, a deep page.
+BY_MEANING = [
+    {"q": "compositional embeddings", "per_page": 30},
+    {"q": "memory-efficient recommendation", "per_page": 30},
+    {"q": "a memory-efficient way to train deep learning recommendation models with embeddings", "per_page": 100},
+    {"q": "embedding tabels hardwre", "per_page": 30},
+    {"q": "recommendation", "year_from": 2020, "per_page": 30},
+    {"q": "training", "per_page": 5, "page": 3},
+]
+NEAREST = 10  # of the 28 seed papers: enough that some holding none of the words join
+
+
 SAME_ERRORS = [
     "q=embedding+AND",
     "q=year:abc",
@@ -67,6 +80,15 @@ def published(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 @pytest.fixture(scope="module")
 def both(published: dict[str, dict]) -> dict[str, FlaskClient]:
     return {kind: create_app(overrides).test_client() for kind, overrides in published.items()}
+
+
+@pytest.fixture(scope="module")
+def both_finding_by_meaning(published: dict[str, dict]) -> dict[str, FlaskClient]:
+    """The same indexes, the papers nearest each query in meaning joining its candidates."""
+    return {
+        kind: create_app({**overrides, "meaning_candidates": NEAREST}).test_client()
+        for kind, overrides in published.items()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +168,38 @@ def test_both_backends_find_the_same_papers_like_these(both: dict[str, FlaskClie
         found = [[(hit["id"], hit["score"]) for hit in answer["results"]] for answer in answers]
         assert found[0] and found[0] == found[1], path
         assert answers[0].get("facets") == answers[1].get("facets")
+
+
+@pytest.mark.parametrize("params", BY_MEANING, ids=lambda params: json.dumps(params))
+def test_both_backends_find_the_same_papers_by_meaning_in_the_same_places(
+    both: dict[str, FlaskClient], both_finding_by_meaning: dict[str, FlaskClient], params: dict
+) -> None:
+    """`meaning_candidates`: the same papers join on both engines, with the same scores and parts."""
+    whoosh, opensearch = (
+        both_finding_by_meaning[kind].get("/api/search", query_string={**params, "explain": "true"}).json
+        for kind in BACKENDS
+    )
+    assert whoosh["results"]
+    for part in ("total", "facets", "pages", "suggestion"):
+        assert opensearch[part] == whoosh[part], part
+    assert [(hit["id"], hit["score"], hit["explanation"]) for hit in opensearch["results"]] == [
+        (hit["id"], hit["score"], hit["explanation"]) for hit in whoosh["results"]
+    ]
+    for hit in whoosh["results"]:
+        assert_adds_up(hit)
+
+
+def test_papers_holding_none_of_the_words_join_on_both_backends(
+    both: dict[str, FlaskClient], both_finding_by_meaning: dict[str, FlaskClient]
+) -> None:
+    """What the comparison above compares is not only the words' answer: found by meaning, papers
+    of none of the query's words are shown and counted, on each engine."""
+    params = {"q": "compositional embeddings", "per_page": 30, "explain": "true"}
+    for kind in BACKENDS:
+        words = both[kind].get("/api/search", query_string=params).json
+        meaning = both_finding_by_meaning[kind].get("/api/search", query_string=params).json
+        alone = [hit["id"] for hit in meaning["results"] if hit["explanation"]["lexical"] == 0]
+        assert alone and meaning["total"] == words["total"] + len(alone), kind
 
 
 def test_plain_words_rank_every_place_alike_on_both_backends(both: dict[str, FlaskClient]) -> None:

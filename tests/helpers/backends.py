@@ -70,7 +70,11 @@ class BackendFactory:
 
     def publish_records(self, records: Iterable[dict[str, Any]], **extra: Any) -> Flask:
         """An app serving `records`, written to a JSON-lines file of their own and published as by `publish`."""
-        return self.publish([write_jsonl(self._tmp.mktemp("records") / "records.jsonl", records)], **extra)
+        return create_app(self.published_records(records, **extra))
+
+    def published_records(self, records: Iterable[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        """The settings of an index of `records`, published as by `publish_records` (see `published`)."""
+        return self.published([write_jsonl(self._tmp.mktemp("records") / "records.jsonl", records)], **extra)
 
     def unpublished(self, **extra: Any) -> Flask:
         return create_app(self.overrides(**extra))

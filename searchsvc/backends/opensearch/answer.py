@@ -75,7 +75,7 @@ class OpenSearchAnswer:
         return self._tiers.lexical_parts(tier, refs)
 
     def nearest(self, query: np.ndarray, count: int) -> Nearest[Dsl] | None:
-        return None  # the cluster holds no vector field to search (docs/decisions.md): lexical candidates only
+        return self._tiers.nearest(query, count)
 
     def page(self) -> list[Dsl]:
         docs: list[Dsl] = self._response["hits"]["hits"]

@@ -22,7 +22,7 @@ from searchsvc.backends.analysis import unstemmed_words
 from searchsvc.backends.opensearch import merging, search_bodies, spelling, updates, vectors
 from searchsvc.backends.opensearch.answer import AskedWords, OpenSearchAnswer, ask_word_statistics, word_rescorer
 from searchsvc.backends.opensearch.asking import AliasSearches
-from searchsvc.backends.opensearch.candidates import TierCandidates, catalogue_ranks
+from searchsvc.backends.opensearch.candidates import TierCandidates, catalogue_ties
 from searchsvc.backends.opensearch.cluster import cluster_errors, connect, where
 from searchsvc.backends.opensearch.facets import lookup_values
 from searchsvc.backends.opensearch.generations import Generations
@@ -410,7 +410,7 @@ class OpenSearchBackend:
         candidates = vectors.vectors_of(doc["_source"] for doc in docs) if by_vectors else None
         if like_vectors is None or unlike_vectors is None or candidates is None:
             return [hit(doc, round(doc["_score"], 4)) for doc in docs[:limit]]
-        rows = np.argsort(catalogue_ranks(docs))  # catalogue order: ties go as on Whoosh
+        rows = np.argsort(catalogue_ties(docs), kind="stable")  # catalogue order: ties go as on Whoosh
         nearest = related_order(candidates[rows], rocchio(like_vectors, unlike_vectors), limit)
         return [hit(docs[rows[row]], round(score, 4)) for row, score in nearest]
 

@@ -15,16 +15,19 @@ had cost more than fetching them). What comes first is decided by core.ranking.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from searchsvc.backends.opensearch import nearest
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.vectors import vectors_of
 from searchsvc.backends.opensearch.word_rescoring import MARGIN, POOL, WordRescorer, doc_key
 from searchsvc.core.explanation import LexicalParts
-from searchsvc.core.paper import catalogue_key
-from searchsvc.core.ranking import LAST_TIER, Candidates
+from searchsvc.core.paper import catalogue_tie
+from searchsvc.core.ranking import LAST_TIER, NO_WORDS, Candidates, Nearest
 
 
 class TierCandidates:
@@ -48,6 +51,7 @@ class TierCandidates:
         self._rescorers = (typed, widened)  # the first tiers by the words as typed; the last by all searched
         self._rescored: dict[int, set[tuple[str, str]]] = {}  # per tier, the documents BM25F scored
         self._unmarked: dict[tuple[str, str], int] = {}  # documents fetched unhighlighted, with their tier
+        self._wordless: set[tuple[str, str]] = set()  # documents found by meaning alone (NO_WORDS)
         self._limit = rescore_limit
 
     def candidates(self, tier: int, low: int, high: int, with_vectors: bool) -> Candidates[Dsl]:
@@ -67,7 +71,7 @@ class TierCandidates:
         docs, kept = self._in_full(tier, ordered[low:high], with_vectors)
         scores = scores[low:high][kept]
         vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
-        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+        return Candidates(docs, scores, catalogue_ties(docs), vectors, keys=[doc_key(doc) for doc in docs])
 
     def _cluster_chosen(
         self, tier: int, low: int, high: int, with_vectors: bool, rescorer: WordRescorer | None
@@ -81,7 +85,7 @@ class TierCandidates:
         if rescorer is not None:
             docs, scores = self._rescored_head(tier, docs, scores, rescorer, head=len(docs))
         vectors = vectors_of(doc["_source"] for doc in docs) if with_vectors else None
-        return Candidates(docs, scores, catalogue_ranks(docs), vectors)
+        return Candidates(docs, scores, catalogue_ties(docs), vectors, keys=[doc_key(doc) for doc in docs])
 
     def _search(
         self,
@@ -157,11 +161,50 @@ class TierCandidates:
         }
         return [{**doc, "highlight": marks[doc_key(doc)]} if doc_key(doc) in marks else doc for doc in docs]
 
+    def nearest(self, query: np.ndarray, count: int) -> Nearest[Dsl]:
+        """The `count` papers nearest `query` that the filters let through (nearest.py), each with
+        the tier it is in and its lexical score there, as `candidates` scores that tier."""
+        body = nearest.body(self._plan.post_filter, query, count, self._timeout)
+        found = self._searches.search(body, scored=False)["hits"]["hits"]
+        docs, vectors = nearest.nearest_first(found, catalogue_ties(found), query, count)
+        tiers, scores = self._placed(docs)
+        return Nearest(docs, [doc_key(doc) for doc in docs], tiers, scores, catalogue_ties(docs), vectors)
+
+    def _placed(self, docs: list[Dsl]) -> tuple[np.ndarray, np.ndarray]:
+        """Each document's tier (the first whose query finds it; NO_WORDS if none does) and its
+        lexical score there (BM25F for plain words, else the cluster's), in one request for every
+        tier and one more per tier scored by BM25F; noted for `marked` and `lexical_parts`."""
+        tiers = np.full(len(docs), NO_WORDS, dtype=np.int64)
+        scores = np.zeros(len(docs), dtype=np.float64)
+        if not docs:
+            return tiers, scores
+        row_of = {doc["_id"]: row for row, doc in enumerate(docs)}
+        ids = list(row_of)
+        bodies = [{**self._of_tier(tier, ids), "size": len(ids), "_source": False} for tier in range(LAST_TIER + 1)]
+        by_cluster = any(rescorer is None for rescorer in self._rescorers)
+        for tier, answer in enumerate(self._searches.msearch(bodies, scored=by_cluster)):
+            hits = [hit for hit in answer["hits"]["hits"] if tiers[row_of[hit["_id"]]] == NO_WORDS]
+            rows = [row_of[hit["_id"]] for hit in hits]
+            if not rows:
+                continue
+            tiers[rows] = tier
+            members = [docs[row] for row in rows]
+            rescorer = self._rescorers[tier == LAST_TIER]
+            if rescorer is None:
+                scores[rows] = [hit["_score"] for hit in hits]
+            else:
+                scores[rows] = self._searches.asked(partial(rescorer.scores, members))
+                self._rescored.setdefault(tier, set()).update(doc_key(doc) for doc in members)
+            self._unmarked_of(tier, members, with_vectors=True)
+        self._wordless.update(doc_key(doc) for doc, tier in zip(docs, tiers, strict=True) if tier == NO_WORDS)
+        return tiers, scores
+
     def lexical_parts(self, tier: int, docs: list[Dsl]) -> list[LexicalParts | None]:
         """The words' parts of the lexical scores `candidates` gave `docs` in `tier` (one request): None
-        for a document the cluster scored (a query not of plain words)."""
+        for a document the cluster scored (a query not of plain words). A document found by meaning
+        alone, holding none of the words, is taken apart as one of the tier's: each word's part 0."""
         rescorer = self._rescorers[tier == LAST_TIER]
-        scored = self._rescored.get(tier, set())
+        scored = self._rescored.get(tier, set()) | self._wordless
         rescored = [doc for doc in docs if doc_key(doc) in scored]
         if rescorer is None or not rescored:
             return [None] * len(docs)
@@ -175,11 +218,11 @@ class TierCandidates:
         head_docs = docs[:head]
         new = self._searches.asked(lambda: rescorer.scores(head_docs))
         self._rescored.setdefault(tier, set()).update(doc_key(doc) for doc in head_docs)
-        order = np.lexsort((catalogue_ranks(head_docs), -new))
+        order = np.lexsort((catalogue_ties(head_docs), -new))
         return [head_docs[i] for i in order] + docs[head:], np.concatenate([new[order], scores[head:]])
 
 
-# What the light search of a pool asks of each document: what orders ties (catalogue_ranks).
+# What the light search of a pool asks of each document: what orders ties (catalogue_ties).
 _TIE_FIELDS = ["id", "year"]
 assert set(_TIE_FIELDS) <= set(SOURCE)
 
@@ -190,10 +233,8 @@ def pool_size(high: int, limit: int) -> int:
     return max(POOL, min(MARGIN * high, limit))
 
 
-def catalogue_ranks(docs: list[Dsl]) -> np.ndarray:
-    """Each document's place in catalogue order (newest first, then id) among `docs`."""
+def catalogue_ties(docs: list[Dsl]) -> np.ndarray:
+    """Each document's catalogue order (newest first, then id) as a string that sorts alike
+    (core.paper.catalogue_tie), comparable across the requests of one search."""
     sources = [doc["_source"] for doc in docs]
-    order = sorted(range(len(docs)), key=lambda i: catalogue_key(sources[i].get("year"), sources[i]["id"]))
-    ranks = np.empty(len(docs), dtype=np.int64)
-    ranks[order] = np.arange(len(docs))
-    return ranks
+    return np.array([catalogue_tie(source.get("year"), source["id"]) for source in sources], dtype=np.str_)

@@ -6,7 +6,8 @@ ranked text, and unstemmed `.exact` subfields for phrases and wildcards, so a qu
 same on both backends.
 Facet values are keywords as written (for display and counts) with a folded twin for
 case- and accent-insensitive filters. Each paper carries its vector for ranking by meaning
-(`vectors.py`): kept in `_source` only, since the service reads it, never searches by it.
+(`vectors.py`): in `_source`, which the service reads, and as doc values, which the cluster's
+scan for the papers nearest a query reads (`nearest.py`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from searchsvc.backends.analysis import (
 # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`; 5: `publication`,
 # `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`; 7: `added`, `changed`;
 # 8: `title` and `abstract` hold their reading (core.tex), `tex` the text as written; 9: `title.counts`,
-# `abstract.counts`
-MAPPING_VERSION = 9
+# `abstract.counts`; 10: `vector` has doc values (nearest.py)
+MAPPING_VERSION = 10
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,
@@ -143,9 +144,10 @@ def index_body(shards: int, meta: dict[str, Any]) -> dict[str, Any]:
                 "publication": {"type": "object", "enabled": False},
                 # Title and abstract as the source wrote them, where their reading differs (texts.py).
                 TEX: {"type": "object", "enabled": False},
-                # Read from _source only. Without doc values (768 bytes a paper) `exists` cannot
-                # see it, so a boolean beside it says which papers have one.
-                VECTOR: {"type": "binary", "doc_values": False},
+                # Read from _source for ranking, and from its doc values (768 bytes a paper) by the
+                # scan for papers nearest in meaning (nearest.py). `exists` cannot see a binary
+                # field, so a boolean beside it says which papers have one.
+                VECTOR: {"type": "binary", "doc_values": True},
                 EMBEDDED: {"type": "boolean"},
                 CONTENT_KEY: {"type": "keyword", "index": False, "doc_values": False},
             },

@@ -208,7 +208,8 @@ def test_gunicorn_stops_on_a_malformed_tokens_file(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr and "Booting worker" not in result.stderr
 
 
-def test_meaning_candidates_on_opensearch_are_refused_not_ignored() -> None:
-    message = refusal({variable("backend"): "opensearch", variable("meaning_candidates"): "100"})
-    assert "SEARCHSVC_MEANING_CANDIDATES=100 needs the whoosh backend" in message
-    assert load_settings(environ={variable("meaning_candidates"): "100"}).meaning_candidates == 100
+def test_meaning_candidates_are_a_bounded_count_on_either_engine() -> None:
+    assert "SEARCHSVC_MEANING_CANDIDATES" in refusal({variable("meaning_candidates"): "1001"})
+    for backend in ("whoosh", "opensearch"):
+        environ = {variable("backend"): backend, variable("meaning_candidates"): "100"}
+        assert load_settings(environ=environ).meaning_candidates == 100

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -300,36 +299,7 @@ def test_with_bge_the_natural_seed_queries_find_their_paper_first(make_index: Ma
         assert first.startswith(expected_first), query
 
 
-# A paper about QUERY's subject in none of its words, and papers holding its words about other things.
-IN_OTHER_WORDS = _record(
-    "infarct", 2019, "Therapy after myocardial infarction", "Cardiac muscle damage and how clinicians manage it."
-)
-ELSEWHERE = [
-    _record("garden", 2021, "Treatment of garden soil", "Soil treatment before planting."),
-    _record("water", 2022, "Water treatment plants", "Treatment of drinking water at scale."),
-    _record("opening", 2023, "An attack in chess", "A sharp attack on the king."),
-]
-
-
-def test_a_paper_in_other_words_is_found_by_meaning_within_the_filters(make_index: MakeIndex) -> None:
-    backend = make_index([IN_OTHER_WORDS, *ELSEWHERE], meaning_candidates=10)
-    words_only = replace(backend.settings, meaning_candidates=0)
-    by_meaning, backend.settings = backend.settings, words_only
-    result = search(backend, SearchRequest(q=QUERY))
-    assert "infarct" not in [hit.id for hit in result.hits] and result.total == 3
-    filtered = _ids(backend, QUERY, year_from=2020)
-    backend.settings = by_meaning
-    result = search(backend, SearchRequest(q=QUERY))
-    assert "infarct" in [hit.id for hit in result.hits] and result.total == 4  # counted in the total
-    assert sum(value.count for value in result.facets["year"]) == 3  # facets count what the words find
-    explained = {hit.id: hit.explanation for hit in search(backend, SearchRequest(q=QUERY, explain=True)).hits}
-    found = explained["infarct"]
-    assert found is not None and found.lexical == 0 and found.similarity is not None and found.similarity > 0
-    assert _ids(backend, QUERY, year_from=2020) == filtered  # never outside the request's filters
-    assert "infarct" not in _ids(backend, f"{QUERY} -chess")  # a query that narrows: its words only
-    update.remove(backend, ["infarct"])
-    result = search(backend, SearchRequest(q=QUERY))
-    assert "infarct" not in [hit.id for hit in result.hits] and result.total == 3  # deleted: never shown
+# A paper in other words found by meaning within the filters, on both engines: tests/contract/test_meaning_candidates.py
 
 
 @pytest.mark.parametrize("encoder", ["onnx-int8", "bge-small-int8"])
