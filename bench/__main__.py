@@ -1,6 +1,6 @@
 """`python -m bench build|query|scale|embedding|phrases|related|versus|authors|suggest|typos|sources|update|churn|
-change_costs|rebuild_phases|publication|bge_int8|deep_pages|relevance|meaning_scan|suggest_engines|
-sharded_embedding [options]`: see bench/README.md."""
+change_costs|rebuild_phases|publication|bge_int8|deep_pages|relevance|meaning_scan|meaning_candidates|
+suggest_engines|sharded_embedding [options]`: see bench/README.md."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ COMMANDS = (
     "deep_pages",
     "relevance",
     "meaning_scan",
+    "meaning_candidates",
     "suggest_engines",
     "sharded_embedding",
 )
