@@ -48,8 +48,9 @@ class TierSlice:
 @dataclass
 class Candidates(Generic[Ref]):
     """Places [fetch_low, fetch_high) of one tier in lexical order: best first, ties already in
-    catalogue order. `ties` ranks them in catalogue order (lower first) for ties of the fused
-    score; `vectors` holds their unit vectors (a row each) or is None when some has none."""
+    catalogue order. `ties` orders them in catalogue order (lower first) for ties of the fused
+    score, comparably across one search's asks (ranks, or `paper.catalogue_tie` strings);
+    `vectors` holds their unit vectors (a row each) or is None when some has none."""
 
     refs: Sequence[Ref]
     scores: np.ndarray
