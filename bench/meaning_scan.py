@@ -114,7 +114,7 @@ def _cluster_scan(client: OpenSearch, query: np.ndarray, count: int) -> list[int
     body["_source"] = [VECTOR]
     docs = client.search(index=INDEX, body=body)["hits"]["hits"]
     ties = np.array([int(doc["_id"]) for doc in docs])
-    chosen, _vectors = nearest.nearest_first(docs, ties, query, count)
+    chosen, _vectors, _similarity = nearest.nearest_first(docs, ties, query, count)
     return [int(doc["_id"]) for doc in chosen]
 
 

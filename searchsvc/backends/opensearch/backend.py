@@ -19,7 +19,7 @@ import numpy as np
 from opensearchpy import OpenSearch
 
 from searchsvc.backends.analysis import unstemmed_words
-from searchsvc.backends.opensearch import merging, search_bodies, spelling, updates, vectors
+from searchsvc.backends.opensearch import merging, nearest, search_bodies, spelling, updates, vectors
 from searchsvc.backends.opensearch.answer import AskedWords, OpenSearchAnswer, ask_word_statistics, word_rescorer
 from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.candidates import TierCandidates, catalogue_ties
@@ -42,7 +42,7 @@ from searchsvc.core.model import FacetLookup, Hit, SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.core.progress import ProgressFactory
 from searchsvc.core.query import Node, SimilarTo, as_typed
-from searchsvc.core.ranking import related_order, rocchio
+from searchsvc.core.ranking import rocchio
 from searchsvc.core.spelling import Check
 from searchsvc.core.suggestions import Suggestion, Typed
 from searchsvc.core.text import fold
@@ -51,7 +51,6 @@ from searchsvc.semantic.shards import Shard
 from searchsvc.settings import Settings
 
 ENGINE = "opensearch"
-RELATED_CANDIDATES = 100  # more_like_this's best matches that related papers are chosen from by meaning
 # The modules whose code `build` runs to write an index (operations.fingerprint follows their imports).
 _WRITERS = ("searchsvc.backends.opensearch.mapping", "searchsvc.backends.opensearch.vectors")
 
@@ -383,36 +382,31 @@ class OpenSearchBackend:
         return paper_of(self._stored(paper_id, SOURCE))
 
     def similar(self, to: SimilarTo, request: SearchRequest, limit: int) -> list[Hit]:
-        """The papers nearest in meaning to `to` (core.ranking.rocchio) among the
-        `RELATED_CANDIDATES` of the match sharing most of the liked papers' distinctive words
-        (more_like_this), or the whole match where it holds no more than those; in more_like_this
-        order while vectors are pending or ranking by meaning is off (docs/scaling.md says how this
-        differs from Whoosh)."""
+        """The papers nearest in meaning to `to` (core.ranking.rocchio) among the whole match, as on
+        Whoosh: the cluster scans every vector the match lets through (nearest.py). In the order of
+        the words the liked papers share most (more_like_this), as on Whoosh, while ranking by
+        meaning is off or a liked paper has no vector yet; a paper still waiting for its vector is
+        not among those found by meaning. Unlike Whoosh's, these hits mark no words: the
+        cluster's highlighter finds none in more_like_this."""
         by_meaning = self.settings.semantic_ranking
         fields = [*SOURCE, VECTOR] if by_meaning else SOURCE
         given = self._stored_all([*to.like, *to.unlike], fields)  # PaperNotFound first
         liked, unliked = given[: len(to.like)], given[len(to.like) :]
         with cluster_errors(self._where):
             index = self.generations.serving()
+        matched = search_bodies.plan(request, to.rest).matched()
         like_vectors = vectors.vectors_of(liked) if by_meaning else None
         unlike_vectors = vectors.vectors_of(unliked) if by_meaning and unliked else np.empty((0, 0))
-        by_vectors = like_vectors is not None and unlike_vectors is not None
-        body = {
-            "query": search_bodies.more_like(
-                index, to.like, to.unlike, search_bodies.plan(request, to.rest).matched(), any_paper=by_vectors
-            ),
-            "size": RELATED_CANDIDATES if by_vectors else limit,
-            "_source": [*SOURCE, VECTOR] if by_vectors else SOURCE,
-            "highlight": HIGHLIGHT,
-            **self._timeout(),
-        }
-        docs = self.searches.search(body)["hits"]["hits"]
-        candidates = vectors.vectors_of(doc["_source"] for doc in docs) if by_vectors else None
-        if like_vectors is None or unlike_vectors is None or candidates is None:
-            return [hit(doc, round(doc["_score"], 4)) for doc in docs[:limit]]
-        rows = np.argsort(catalogue_ties(docs), kind="stable")  # catalogue order: ties go as on Whoosh
-        nearest = related_order(candidates[rows], rocchio(like_vectors, unlike_vectors), limit)
-        return [hit(docs[rows[row]], round(score, 4)) for row, score in nearest]
+        if like_vectors is None or unlike_vectors is None:
+            words = search_bodies.more_like(index, to.like, to.unlike, matched)
+            body = {"query": words, "size": limit, "_source": SOURCE, "highlight": HIGHLIGHT, **self._timeout()}
+            return [hit(doc, round(doc["_score"], 4)) for doc in self.searches.search(body)["hits"]["hits"]]
+        target = rocchio(like_vectors, unlike_vectors)
+        among = {"bool": {"filter": [matched], "must_not": [search_bodies.given_papers(to.like, to.unlike)]}}
+        body = nearest.body(among, target, limit, self._timeout())
+        found = self.searches.search(body, scored=False)["hits"]["hits"]
+        docs, _vectors, similarity = nearest.nearest_first(found, catalogue_ties(found), target, limit)
+        return [hit(doc, round(float(score), 4)) for doc, score in zip(docs, similarity, strict=True)]
 
     # Parts of a search ----------------------------------------------------------
 

@@ -166,7 +166,7 @@ class TierCandidates:
         the tier it is in and its lexical score there, as `candidates` scores that tier."""
         body = nearest.body(self._plan.post_filter, query, count, self._timeout)
         found = self._searches.search(body, scored=False)["hits"]["hits"]
-        docs, vectors = nearest.nearest_first(found, catalogue_ties(found), query, count)
+        docs, vectors, _similarity = nearest.nearest_first(found, catalogue_ties(found), query, count)
         tiers, scores = self._placed(docs)
         return Nearest(docs, [doc_key(doc) for doc in docs], tiers, scores, catalogue_ties(docs), vectors)
 

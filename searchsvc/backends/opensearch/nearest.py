@@ -77,12 +77,15 @@ def body(filters: Dsl, query: np.ndarray, count: int, timeout: Dsl) -> Dsl:
     }
 
 
-def nearest_first(docs: list[Dsl], ties: np.ndarray, query: np.ndarray, count: int) -> tuple[list[Dsl], np.ndarray]:
+def nearest_first(
+    docs: list[Dsl], ties: np.ndarray, query: np.ndarray, count: int
+) -> tuple[list[Dsl], np.ndarray, np.ndarray]:
     """The `count` of the cluster's `docs` nearest `query` by numpy's arithmetic, ties in
-    catalogue order (`ties`), with their vectors."""
+    catalogue order (`ties`), with their vectors and similarities to `query`."""
     vectors = vectors_of(doc["_source"] for doc in docs)
     if vectors is None:  # the search only finds papers with a vector
-        return [], np.empty((0, 0), dtype=np.float16)
+        return [], np.empty((0, 0), dtype=np.float16), np.empty(0)
     rows = np.argsort(ties, kind="stable")
-    chosen = [int(rows[row]) for row, _ in related_order(vectors[rows], query, count)]
-    return [docs[row] for row in chosen], vectors[chosen]
+    best = related_order(vectors[rows], query, count)
+    chosen = [int(rows[row]) for row, _ in best]
+    return [docs[row] for row in chosen], vectors[chosen], np.array([score for _, score in best])

@@ -281,11 +281,9 @@ def word_papers(words: list[str], among: Dsl) -> Dsl:
     return {"query": among, "size": 0, "aggs": {"papers": {"filters": {"filters": checks}}}}
 
 
-def more_like(index: str, like: tuple[str, ...], unlike: tuple[str, ...], among: Dsl, any_paper: bool) -> Dsl:
+def more_like(index: str, like: tuple[str, ...], unlike: tuple[str, ...], among: Dsl) -> Dsl:
     """Papers of `among` sharing the `like` papers' most distinctive words (those of `unlike` left
-    out of the words, and all of them out of the papers), by default 30% of those words. With
-    `any_paper`, every paper of `among` may come, those sharing the words first: candidates to be
-    ordered by meaning, of which a small match gives all."""
+    out of the words, and all of them out of the papers), by default 30% of those words."""
     more_like_this: Dsl = {
         "fields": list(TEXT_FIELDS),
         "like": [{"_index": index, "_id": paper_id} for paper_id in like],
@@ -296,10 +294,12 @@ def more_like(index: str, like: tuple[str, ...], unlike: tuple[str, ...], among:
     if unlike:
         more_like_this["unlike"] = [{"_index": index, "_id": paper_id} for paper_id in unlike]
     words: Dsl = {"more_like_this": more_like_this}
-    given = {"ids": {"values": [*like, *unlike]}}
-    if any_paper:
-        return {"bool": {"should": [words], "filter": [among], "must_not": [given]}}
-    return {"bool": {"must": [words], "filter": [among], "must_not": [given]}}
+    return {"bool": {"must": [words], "filter": [among], "must_not": [given_papers(like, unlike)]}}
+
+
+def given_papers(like: tuple[str, ...], unlike: tuple[str, ...]) -> Dsl:
+    """The papers a `similar:` search names, never among its answers."""
+    return {"ids": {"values": [*like, *unlike]}}
 
 
 def _regexp_literal(text: str) -> str:
