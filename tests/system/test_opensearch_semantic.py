@@ -96,15 +96,19 @@ def test_both_engines_rank_by_meaning_alike(engines: dict[str, Backend], query: 
 
 def test_related_papers_by_meaning_agree_on_both_engines(engines: dict[str, Backend]) -> None:
     """Both engines scan every paper's vector (OpenSearch in the cluster: nearest.py), so the
-    lists are the same papers with the same scores in the same order."""
+    lists are the same papers with the same scores in the same order, the liked paper's most
+    distinctive words marked in them (each engine chooses its own: Whoosh's key terms, the
+    cluster's tf-idf)."""
     for paper in search(engines["whoosh"], SearchRequest(q="recommendation", per_page=8)).hits:
-        whoosh, opensearch = (
-            [(hit.id, hit.score) for hit in related(engines[kind], paper.id, 5)] for kind in ("whoosh", "opensearch")
-        )
+        found = {kind: related(engines[kind], paper.id, 5) for kind in ("whoosh", "opensearch")}
+        for hits in found.values():
+            assert any("<mark>" in text for hit in hits for text in hit.highlights.values())
+        whoosh, opensearch = ([(hit.id, hit.score) for hit in hits] for hits in found.values())
         assert len(opensearch) == 5 and opensearch == whoosh
         assert [score for _id, score in opensearch] == sorted((score for _id, score in opensearch), reverse=True)
-    lexical = [hit.id for hit in related(_lexical(engines["opensearch"]), paper.id, 5)]
-    assert lexical != [paper_id for paper_id, _score in opensearch]  # more_like_this's own order when off
+    lexical = related(_lexical(engines["opensearch"]), paper.id, 5)
+    assert [hit.id for hit in lexical] != [paper_id for paper_id, _score in opensearch]  # more_like_this's order
+    assert any("<mark>" in text for hit in lexical for text in hit.highlights.values())
 
 
 def test_a_paper_without_a_vector_leaves_its_tier_lexical(

@@ -386,24 +386,27 @@ class OpenSearchBackend:
         Whoosh: the cluster scans every vector the match lets through (nearest.py). In the order of
         the words the liked papers share most (more_like_this), as on Whoosh, while ranking by
         meaning is off or a liked paper has no vector yet; a paper still waiting for its vector is
-        not among those found by meaning. Unlike Whoosh's, these hits mark no words: the
-        cluster's highlighter finds none in more_like_this."""
+        not among those found by meaning. The liked papers' most distinctive words are marked
+        (`key_terms_marking`: the cluster's highlighter finds none in more_like_this itself)."""
         by_meaning = self.settings.semantic_ranking
         fields = [*SOURCE, VECTOR] if by_meaning else SOURCE
         given = self._stored_all([*to.like, *to.unlike], fields)  # PaperNotFound first
         liked, unliked = given[: len(to.like)], given[len(to.like) :]
         with cluster_errors(self._where):
             index = self.generations.serving()
+            key_terms = self.client.mtermvectors(index=index, body=search_bodies.key_terms_body(to.like))
+        marking = search_bodies.key_terms_marking(key_terms)
+        marked = HIGHLIGHT if marking is None else {**HIGHLIGHT, "highlight_query": marking}
         matched = search_bodies.plan(request, to.rest).matched()
         like_vectors = vectors.vectors_of(liked) if by_meaning else None
         unlike_vectors = vectors.vectors_of(unliked) if by_meaning and unliked else np.empty((0, 0))
         if like_vectors is None or unlike_vectors is None:
             words = search_bodies.more_like(index, to.like, to.unlike, matched)
-            body = {"query": words, "size": limit, "_source": SOURCE, "highlight": HIGHLIGHT, **self._timeout()}
+            body = {"query": words, "size": limit, "_source": SOURCE, "highlight": marked, **self._timeout()}
             return [hit(doc, round(doc["_score"], 4)) for doc in self.searches.search(body)["hits"]["hits"]]
         target = rocchio(like_vectors, unlike_vectors)
         among = {"bool": {"filter": [matched], "must_not": [search_bodies.given_papers(to.like, to.unlike)]}}
-        body = nearest.body(among, target, limit, self._timeout())
+        body = {**nearest.body(among, target, limit, self._timeout()), "highlight": marked}
         found = self.searches.search(body, scored=False)["hits"]["hits"]
         docs, _vectors, similarity = nearest.nearest_first(found, catalogue_ties(found), target, limit)
         return [hit(doc, round(float(score), 4)) for doc, score in zip(docs, similarity, strict=True)]

@@ -297,6 +297,27 @@ def more_like(index: str, like: tuple[str, ...], unlike: tuple[str, ...], among:
     return {"bool": {"must": [words], "filter": [among], "must_not": [given_papers(like, unlike)]}}
 
 
+def key_terms_body(paper_ids: tuple[str, ...]) -> Dsl:
+    """An `mtermvectors` body asking each paper's most distinctive words by tf-idf, the measure
+    more_like_this picks its words by (the mapping keeps no term vectors: read from `_source`)."""
+    choosing = {"max_num_terms": RELATED_KEY_TERMS, "min_term_freq": 1, "min_doc_freq": 1}
+    parameters = {"fields": list(TEXT_FIELDS), "positions": False, "offsets": False, "filter": choosing}
+    return {"ids": list(paper_ids), "parameters": {**parameters, "term_statistics": True, "field_statistics": False}}
+
+
+def key_terms_marking(answer: Dsl) -> Dsl | None:
+    """A highlight query marking, in title and abstract alike, the `RELATED_KEY_TERMS` best words
+    of an `mtermvectors` answer to `key_terms_body` (None: no words), as Whoosh marks the liked
+    papers' key terms in related papers."""
+    scores: dict[str, float] = {}
+    for doc in answer.get("docs", []):
+        for field in doc.get("term_vectors", {}).values():
+            for term, about in field.get("terms", {}).items():
+                scores[term] = max(scores.get(term, 0.0), float(about.get("score", 0.0)))
+    best = sorted(scores, key=lambda term: (-scores[term], term))[:RELATED_KEY_TERMS]
+    return {"bool": {"should": [{"terms": {field: best}} for field in TEXT_FIELDS]}} if best else None
+
+
 def given_papers(like: tuple[str, ...], unlike: tuple[str, ...]) -> Dsl:
     """The papers a `similar:` search names, never among its answers."""
     return {"ids": {"values": [*like, *unlike]}}
