@@ -204,3 +204,7 @@ class Backend(Protocol):
 
     def status(self) -> dict[str, Any]:
         """Facts about the index this process serves: generation, doc_count, built_at, engine, ..."""
+
+    def last_change(self) -> tuple[str, str]:
+        """The served generation (as `status` names it) and when its papers last changed (a write's
+        `changed_at`, else its build's `built_at`), read cheaply: every search page shows them."""

@@ -21,7 +21,6 @@ from searchsvc.core.publication import venue_kind
 from searchsvc.core.tex import plain
 from searchsvc.operations import search as searching
 from searchsvc.operations.authors import author_profile
-from searchsvc.web.health import changed_at
 from searchsvc.web.math_html import shown, tex_html
 from searchsvc.web.page_links import SearchLinks, last_page, page_numbers, with_query
 from searchsvc.web.schemas import TOO_LONG, AuthorRequestSchema, SearchRequestSchema, SimilarRequestSchema, load_params
@@ -59,14 +58,14 @@ blueprint.add_app_template_filter(plain, "plain")
 
 def _published() -> dict[str, str] | None:
     """The generation served and when its papers last changed, for the search page's footer (the
-    other pages leave it out: on OpenSearch it costs requests to the cluster); None if unknown."""
+    other pages leave it out: on OpenSearch it costs a request to the cluster); None if unknown."""
     try:
-        status = service().backend.status()
-        changed = datetime.fromisoformat(changed_at(status)).astimezone(UTC)  # (naive: taken as local time)
+        generation, changed_at = service().backend.last_change()
+        changed = datetime.fromisoformat(changed_at).astimezone(UTC)  # (naive: taken as local time)
     except (SearchsvcError, KeyError, ValueError):
         return None
     return {
-        "generation": str(status["generation"]),
+        "generation": generation,
         "changed_at": changed.isoformat(),
         "changed": changed.strftime("%Y-%m-%d %H:%M UTC"),
     }

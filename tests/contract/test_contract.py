@@ -12,6 +12,7 @@ import csv
 import io
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 
 import pytest
@@ -605,3 +606,13 @@ def test_an_acronym_finds_its_plural_and_its_plural_the_acronym(build: Build) ->
     (hit,) = [hit for hit in client.get("/api/search?q=LLM").json["results"] if hit["id"] == "plural"]
     assert hit["highlights"]["title"] == "Evaluating <mark>LLMs</mark> on reasoning"
     assert [hit["id"] for hit in client.get("/api/search?q=cnn").json["results"]] == ["other"]
+
+
+def test_the_search_page_footer_names_the_served_generation_and_its_last_change(client: FlaskClient) -> None:
+    """The footer reads `backend.last_change()` (one request on OpenSearch), which must say what
+    /readyz, from the whole `status()`, says."""
+    ready = client.get("/readyz").get_json()
+    page = client.get("/", query_string={"q": "training"}).get_data(as_text=True)
+    assert f"Index generation <code>{ready['generation']}</code>" in page
+    day = datetime.fromisoformat(ready["changed_at"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    assert f">{day}</time>" in page

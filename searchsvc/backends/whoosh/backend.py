@@ -270,6 +270,10 @@ class WhooshBackend:
         doc_count = gen.searcher.doc_count()
         return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic, **embedded)
 
+    def last_change(self) -> tuple[str, str]:
+        manifest = self._generations.get().manifest
+        return self._generations.get().path.name, str(manifest.get("changed_at") or manifest["built_at"])
+
     @contextmanager
     def answer(
         self, request: SearchRequest, tree: Node | None, deadline: Deadline, purpose: Purpose
