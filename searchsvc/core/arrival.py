@@ -10,8 +10,10 @@ writes its changes' times: a paper a change adds arrives at that change's time.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Any
 
 # A date, or a date and time to the second or finer with an optional offset (naive: UTC).
 _LAST_SECOND = int(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp())
@@ -85,3 +87,9 @@ def _is_instant(text: str) -> bool:
 def iso_second(second: int) -> str:
     """Seconds since 1970 as an ISO instant in UTC: "2026-12-04T22:04:13Z"."""
     return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def last_changed(facts: Mapping[str, Any]) -> str:
+    """When a generation's papers last changed, from its manifest or `_meta` (or a `status` built
+    on them): a write's `changed_at`, else its build's `built_at`."""
+    return str(facts.get("changed_at") or facts["built_at"])

@@ -22,7 +22,6 @@ from searchsvc.core.model import SearchRequest
 from searchsvc.core.paper import Paper
 from searchsvc.operations.search import export
 from searchsvc.web.atom import MEDIA_TYPE, FeedHead, atom_feed
-from searchsvc.web.health import changed_at
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.page_links import search_pairs, with_query
 from searchsvc.web.schemas import FEED_ENTRIES, FeedRequestSchema, load_params
@@ -48,7 +47,7 @@ def feed() -> Response:
     papers = export(service().backend, wanted, FEED_ENTRIES)
     arrived = [paper.arrival.changed for paper in papers if paper.arrival]
     # An empty feed has no entry to date it: the index's last change does.
-    changed = datetime.fromisoformat(max(arrived) if arrived else changed_at(service().backend.status()))
+    changed = datetime.fromisoformat(max(arrived) if arrived else service().backend.last_change()[1])
     answer = Response(mimetype=MEDIA_TYPE)
     answer.set_etag(_etag(pairs, papers))
     answer.last_modified = changed

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response, jsonify
 
+from searchsvc.core.arrival import last_changed
 from searchsvc.operations import changes
 from searchsvc.web.openapi import Operation, documented
 from searchsvc.web.schemas import HealthSchema, StatusSchema
@@ -36,12 +35,7 @@ def readyz() -> Response:
         **status,
         "status": "ready",
         "engine": service().settings.backend,
-        "changed_at": changed_at(status),
+        "changed_at": last_changed(status),
         "changes": changes.count(backend),
     }
     return jsonify(StatusSchema().dump(ready))
-
-
-def changed_at(status: dict[str, Any]) -> str:
-    """When the served generation's papers last changed: a write's `changed_at`, else its build's time."""
-    return str(status.get("changed_at") or status["built_at"])

@@ -35,6 +35,7 @@ from searchsvc.backends.opensearch.suggesting import suggestions
 from searchsvc.backends.opensearch.texts import paper_of
 from searchsvc.backends.ports import FINGERPRINT, JOURNAL_ENTRIES, IndexShape, Purpose
 from searchsvc.core import typos
+from searchsvc.core.arrival import last_changed
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed
@@ -302,7 +303,7 @@ class OpenSearchBackend:
                 private=self._where,
             )
         index, meta = found
-        return updates.label(index, meta), str(meta.get("changed_at") or meta["built_at"])
+        return updates.label(index, meta), last_changed(meta)
 
     @contextmanager
     def answer(

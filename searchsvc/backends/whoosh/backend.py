@@ -33,6 +33,7 @@ from searchsvc.backends.whoosh.spelling import typo_options, write_vocabulary
 from searchsvc.backends.whoosh.unmapped import open_index
 from searchsvc.backends.whoosh.updates import link_previous, write_update
 from searchsvc.core import typos
+from searchsvc.core.arrival import last_changed
 from searchsvc.core.catalogue import Catalogue, Change
 from searchsvc.core.deadline import Deadline, budget
 from searchsvc.core.errors import IndexUnavailable, PaperNotFound, RebuildFailed, StorageFull, is_storage_full
@@ -271,8 +272,8 @@ class WhooshBackend:
         return dict(gen.manifest, generation=gen.path.name, doc_count=doc_count, semantic_ranking=semantic, **embedded)
 
     def last_change(self) -> tuple[str, str]:
-        manifest = self._generations.get().manifest
-        return self._generations.get().path.name, str(manifest.get("changed_at") or manifest["built_at"])
+        gen = self._generations.get()
+        return gen.path.name, last_changed(gen.manifest)
 
     @contextmanager
     def answer(
