@@ -173,7 +173,8 @@ class TierCandidates:
     def _placed(self, docs: list[Dsl]) -> tuple[np.ndarray, np.ndarray]:
         """Each document's tier (the first whose query finds it; NO_WORDS if none does) and its
         lexical score there (BM25F for plain words, else the cluster's), in one request for every
-        tier and one more per tier scored by BM25F; noted for `marked` and `lexical_parts`."""
+        tier and one more per rescorer asked (the words as typed, all searched); noted for
+        `marked` and `lexical_parts`."""
         tiers = np.full(len(docs), NO_WORDS, dtype=np.int64)
         scores = np.zeros(len(docs), dtype=np.float64)
         if not docs:
@@ -188,14 +189,16 @@ class TierCandidates:
             if not rows:
                 continue
             tiers[rows] = tier
-            members = [docs[row] for row in rows]
-            rescorer = self._rescorers[tier == LAST_TIER]
-            if rescorer is None:
+            if self._rescorers[tier == LAST_TIER] is None:
                 scores[rows] = [hit["_score"] for hit in hits]
-            else:
-                scores[rows] = self._searches.asked(partial(rescorer.scores, members))
-                self._rescored.setdefault(tier, set()).update(doc_key(doc) for doc in members)
-            self._unmarked_of(tier, members, with_vectors=True)
+            self._unmarked_of(tier, [docs[row] for row in rows], with_vectors=True)
+        for rescorer, ranked in zip(self._rescorers, (tiers != LAST_TIER, tiers == LAST_TIER), strict=True):
+            scored = np.flatnonzero(ranked & (tiers != NO_WORDS)).tolist()
+            if rescorer is None or not scored:
+                continue
+            scores[scored] = self._searches.asked(partial(rescorer.scores, [docs[row] for row in scored]))
+            for row in scored:
+                self._rescored.setdefault(int(tiers[row]), set()).add(doc_key(docs[row]))
         self._wordless.update(doc_key(doc) for doc, tier in zip(docs, tiers, strict=True) if tier == NO_WORDS)
         return tiers, scores
 
