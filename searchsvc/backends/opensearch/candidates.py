@@ -15,7 +15,7 @@ had cost more than fetching them). What comes first is decided by core.ranking.
 
 from __future__ import annotations
 
-from functools import partial
+import json
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from searchsvc.backends.opensearch.asking import AliasSearches
 from searchsvc.backends.opensearch.querying import Dsl
 from searchsvc.backends.opensearch.search_bodies import HIGHLIGHT, SOURCE, Plan, page
 from searchsvc.backends.opensearch.vectors import vectors_of
-from searchsvc.backends.opensearch.word_rescoring import MARGIN, POOL, WordRescorer, doc_key
+from searchsvc.backends.opensearch.word_rescoring import LENGTH_FIELDS, MARGIN, POOL, WordRescorer, doc_key
 from searchsvc.core.explanation import LexicalParts
 from searchsvc.core.paper import catalogue_tie
 from searchsvc.core.ranking import LAST_TIER, NO_WORDS, Candidates, Nearest
@@ -172,33 +172,47 @@ class TierCandidates:
 
     def _placed(self, docs: list[Dsl]) -> tuple[np.ndarray, np.ndarray]:
         """Each document's tier (the first whose query finds it; NO_WORDS if none does) and its
-        lexical score there (BM25F for plain words, else the cluster's), in one request for every
-        tier and one more per rescorer asked (the words as typed, all searched); noted for
-        `marked` and `lexical_parts`."""
+        lexical score there (BM25F for plain words, else the cluster's), in one search of the
+        documents: each tier's query named (its named score is the cluster's score there), beside
+        what each rescorer reads; noted for `marked` and `lexical_parts`."""
         tiers = np.full(len(docs), NO_WORDS, dtype=np.int64)
         scores = np.zeros(len(docs), dtype=np.float64)
         if not docs:
             return tiers, scores
         row_of = {doc["_id"]: row for row, doc in enumerate(docs)}
-        ids = list(row_of)
-        bodies = [{**self._of_tier(tier, ids), "size": len(ids), "_source": False} for tier in range(LAST_TIER + 1)]
+        named = [
+            {"bool": {"must": self._plan.tier_query(tier), "_name": _tier_name(tier)}} for tier in range(LAST_TIER + 1)
+        ]
+        counts = {json.dumps(query, sort_keys=True): query for r in self._rescorers if r for query in r.named_counts()}
+        query = {"bool": {"filter": {"ids": {"values": list(row_of)}}, "should": named, "minimum_should_match": 0}}
+        body = {
+            "query": query,
+            "post_filter": {"bool": {"should": list(counts.values()), "minimum_should_match": 0}},
+            "docvalue_fields": LENGTH_FIELDS,
+            "size": len(row_of),
+            "_source": False,
+            "track_total_hits": False,
+            **self._timeout,
+        }
         by_cluster = any(rescorer is None for rescorer in self._rescorers)
-        for tier, answer in enumerate(self._searches.msearch(bodies, scored=by_cluster)):
-            hits = [hit for hit in answer["hits"]["hits"] if tiers[row_of[hit["_id"]]] == NO_WORDS]
-            rows = [row_of[hit["_id"]] for hit in hits]
-            if not rows:
+        hits = self._searches.search(body, scored=by_cluster, named_scores=True)["hits"]["hits"]
+        found: dict[int, list[Dsl]] = {}
+        for hit in hits:
+            matched = hit.get("matched_queries") or {}
+            tier = next((tier for tier in range(LAST_TIER + 1) if _tier_name(tier) in matched), None)
+            if tier is None:
                 continue
-            tiers[rows] = tier
-            if self._rescorers[tier == LAST_TIER] is None:
-                scores[rows] = [hit["_score"] for hit in hits]
+            row = row_of[hit["_id"]]
+            tiers[row] = tier
+            scores[row] = matched[_tier_name(tier)]
+            found.setdefault(tier, []).append(hit)
+        for tier, in_tier in found.items():
+            rows = [row_of[hit["_id"]] for hit in in_tier]
             self._unmarked_of(tier, [docs[row] for row in rows], with_vectors=True)
-        for rescorer, ranked in zip(self._rescorers, (tiers != LAST_TIER, tiers == LAST_TIER), strict=True):
-            scored = np.flatnonzero(ranked & (tiers != NO_WORDS)).tolist()
-            if rescorer is None or not scored:
-                continue
-            scores[scored] = self._searches.asked(partial(rescorer.scores, [docs[row] for row in scored]))
-            for row in scored:
-                self._rescored.setdefault(int(tiers[row]), set()).add(doc_key(docs[row]))
+            rescorer = self._rescorers[tier == LAST_TIER]
+            if rescorer is not None:
+                scores[rows] = rescorer.scores(in_tier)
+                self._rescored.setdefault(tier, set()).update(doc_key(hit) for hit in in_tier)
         self._wordless.update(doc_key(doc) for doc, tier in zip(docs, tiers, strict=True) if tier == NO_WORDS)
         return tiers, scores
 
@@ -228,6 +242,11 @@ class TierCandidates:
 # What the light search of a pool asks of each document: what orders ties (catalogue_ties).
 _TIE_FIELDS = ["id", "year"]
 assert set(_TIE_FIELDS) <= set(SOURCE)
+
+
+def _tier_name(tier: int) -> str:
+    """The name of a tier's query among a search's named queries (no field's: word_rescoring reads those)."""
+    return f"tier {tier}"
 
 
 def pool_size(high: int, limit: int) -> int:

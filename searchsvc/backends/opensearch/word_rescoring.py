@@ -34,9 +34,8 @@ from searchsvc.core.query import Also, Group, Node, Respelled, Word, searched_fi
 POOL = 300  # a tier's first places rescored: Whoosh's best 100 are among the cluster's best 300
 MARGIN = 3  # so a page ending at place p is decided by the cluster's first MARGIN × p (candidates.pool_size)
 _STATISTICS = "bm25f"  # the global aggregation holding the word statistics
-_COUNTED_MARK = (
-    f"{TEXT_FIELDS[0]}.{LENGTH}"  # in a hit's fields when `counting` asked for them (every paper has a title)
-)
+LENGTH_FIELDS = [f"{field}.{LENGTH}" for field in TEXT_FIELDS]  # each field's count of ranked words
+_COUNTED_MARK = LENGTH_FIELDS[0]  # in a hit's fields when `counting` asked for them (every paper has a title)
 _NO_VECTOR_DETAIL = {"positions": False, "offsets": False, "payloads": False, "field_statistics": False}
 
 
@@ -143,14 +142,17 @@ class WordRescorer:
         """`body` asking also for what `scores` reads of each hit: the words' named queries beside its
         post filter (which leaves the hits as they were) and the fields' lengths. Search it with
         named scores (`AliasSearches.search`'s `named_scores`)."""
-        named = [
+        kept = [body["post_filter"]] if body.get("post_filter") else []
+        counting = {"bool": {"filter": kept, "should": self.named_counts(), "minimum_should_match": 0}}
+        return {**body, "post_filter": counting, "docvalue_fields": LENGTH_FIELDS}
+
+    def named_counts(self) -> list[Dsl]:
+        """A named query per word and field whose named score is the word's count there: what
+        `scores` reads of a hit searched with them (and LENGTH_FIELDS) and named scores."""
+        return [
             {"term": {f"{field}.{COUNTS}": {"value": term, "_name": f"{field}:{term}"}}}
             for field, term in sorted({(field, word.term) for word in self._words for field in word.fields})
         ]
-        kept = [body["post_filter"]] if body.get("post_filter") else []
-        counting = {"bool": {"filter": kept, "should": named, "minimum_should_match": 0}}
-        lengths = [f"{field}.{LENGTH}" for field in TEXT_FIELDS]
-        return {**body, "post_filter": counting, "docvalue_fields": lengths}
 
     def scores(self, docs: list[Dsl]) -> np.ndarray:
         """Each document's BM25F score, from what `counting` asked of it (asked now if it was not)."""
@@ -248,8 +250,9 @@ def _counted(hit: Dsl) -> Counted:
     """What a hit of a `counting` search says of its paper: the named scores are the words' counts."""
     counts: dict[str, dict[str, int]] = {}
     for name, score in (hit.get("matched_queries") or {}).items():
-        field, term = name.split(":", 1)
-        counts.setdefault(field, {})[term] = round(score)
+        field, _, term = name.partition(":")
+        if field in TEXT_FIELDS:  # not another named query of the search (candidates.py's tiers)
+            counts.setdefault(field, {})[term] = round(score)
     fields = hit.get("fields", {})
     lengths = {field: int(fields.get(f"{field}.{LENGTH}", [0])[0]) for field in TEXT_FIELDS}
     return Counted(counts, lengths)
