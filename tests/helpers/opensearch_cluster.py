@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -72,15 +73,29 @@ def _sources() -> list[Path]:
     return [PROJECT / "pom.xml", *sorted(p for p in (PROJECT / "src").rglob("*") if p.is_file())]
 
 
+def _sources_digest() -> str:
+    """A digest of the pom and every source file, names and contents: another one after any change, a file added,
+    removed or renamed too, whatever the files' times (a file removed, or copied in with an older time, would leave
+    every time older than the last build's)."""
+    digest = hashlib.sha256()
+    for path in _sources():
+        content = path.read_bytes()
+        digest.update(f"{path.relative_to(PROJECT).as_posix()}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
+
+
 def _is_built() -> bool:
-    if not BUILT_STAMP.exists():
+    """Whether the last build (its stamp names the sources' digest) was of the sources as they are now."""
+    try:
+        built = BUILT_STAMP.read_text().split()
+    except FileNotFoundError:
         return False
-    built = BUILT_STAMP.stat().st_mtime
-    return all(p.stat().st_mtime <= built for p in _sources())
+    return built[:1] == [_sources_digest()]
 
 
 def ensure_built() -> None:
-    """Build the launcher (classes + dependency jars) if its output is missing or older than the pom or sources.
+    """Build the launcher (classes + dependency jars) if its output is missing or of other sources (the pom or src/).
 
     A lock file serializes concurrent builds (e.g. two test processes); stale jars are removed first so that a
     version bump never leaves two versions of a jar on the classpath."""
@@ -100,6 +115,7 @@ def ensure_built() -> None:
         if mvn is None:
             raise ClusterError("Maven (mvn) is not on PATH: it builds tests/opensearch-node (apt-get install maven)")
         command = [mvn, "-q", "-B", "-Dstyle.color=never", "compile", "dependency:copy-dependencies"]
+        digest = _sources_digest()  # of the sources the build reads: one changed meanwhile is built next time
         started = time.monotonic()
         try:
             result = subprocess.run(
@@ -114,7 +130,7 @@ def ensure_built() -> None:
                 f"building the OpenSearch launcher failed ({' '.join(command)} in {PROJECT}, "
                 f"exit {result.returncode}):\n{tail}"
             )
-        BUILT_STAMP.write_text(f"built in {time.monotonic() - started:.1f}s\n")
+        BUILT_STAMP.write_text(f"{digest}\nbuilt in {time.monotonic() - started:.1f}s\n")
 
 
 def _java() -> str:

@@ -5,15 +5,18 @@ These are the guarantees the OpenSearch backend's tests build on, so a broken la
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
 from opensearchpy import OpenSearch
 
+from tests.helpers import opensearch_cluster as launcher
 from tests.helpers.opensearch_cluster import Cluster
 
 DOCS = 120
@@ -109,6 +112,40 @@ def test_replicated_index_turns_green_with_copies_on_both_nodes(client: OpenSear
             assert len({s["node"] for s in copies}) == 2, f"shard {number}'s primary and replica share a node"
     finally:
         client.indices.delete(index=index)
+
+
+def test_the_launcher_is_built_again_after_any_change_to_its_sources_whatever_their_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stale build must not hide a change to tests/opensearch-node: the build's stamp names a digest of
+    the sources' names and contents, so an edit that keeps an older time and a removed file count too."""
+    project = tmp_path / "opensearch-node"
+    (project / "src").mkdir(parents=True)
+    (project / "pom.xml").write_text("<project/>")
+    main, extra = project / "src" / "Main.java", project / "src" / "Extra.java"
+    main.write_text("class Main {}")
+    extra.write_text("class Extra {}")
+    stamp = project / "target" / "built.stamp"
+    monkeypatch.setattr(launcher, "PROJECT", project)
+    monkeypatch.setattr(launcher, "BUILT_STAMP", stamp)
+
+    def built_now() -> None:
+        stamp.parent.mkdir(exist_ok=True)
+        stamp.write_text(f"{launcher._sources_digest()}\nbuilt in 1.0s\n")
+
+    assert not launcher._is_built()
+    built_now()
+    assert launcher._is_built()
+    old = main.stat().st_mtime - 3600
+    main.write_text("class Main { int changed; }")
+    os.utime(main, (old, old))  # older than the stamp
+    assert not launcher._is_built()
+    built_now()
+    extra.unlink()
+    assert not launcher._is_built()
+    built_now()
+    stamp.write_text("built in 4.4s\n")  # a stamp of the times-based check before
+    assert not launcher._is_built()
 
 
 def analyze(client: OpenSearch, text: str, *filters: str | dict[str, Any], **body: Any) -> list[str]:
