@@ -42,6 +42,7 @@ from searchsvc.semantic.store import content_key, load, lookup, paper_text
 from searchsvc.settings import load_settings
 from searchsvc.settings.write_tokens import entry_for, new_token
 from tests.helpers.backends import BackendFactory, merged
+from tests.helpers.opensearch_cluster import QUICK_MERGES_PRIORITY
 from tests.helpers.paths import REPO
 from tests.helpers.records import jsonl, made_up_papers, write_jsonl
 
@@ -270,6 +271,7 @@ def test_an_update_the_cluster_refuses_half_way_changes_nothing_searches_see(
     vectors = str(tmp_path / "vectors")
     backend = OpenSearchBackend(factory.settings(vector_store=vectors))
     rebuild(backend, [base])
+    merged(backend)  # the rebuild's embedding rewrote every paper: scores change when the merge drops their copies
     before, label = answers(backend), backend.published()
     refused = write_jsonl(tmp_path / "refused.jsonl", records.batch(set()))
     documents = opensearch_backend.vectors.documents
@@ -353,6 +355,21 @@ def test_a_write_answers_once_searchable_and_its_merge_follows_in_the_background
     assert_same_answers(backend, fresh)
 
 
+@contextmanager
+def real_retention(cluster: OpenSearch, alias: str) -> Iterator[None]:
+    """Indexes of `alias` created meanwhile keep deleted copies as long as a real cluster does (until
+    its next retention-lease sync, up to ~30 s), not the test cluster's second or two: a template of
+    higher priority than its quick merges' (tests/helpers/opensearch_cluster.py), which sets nothing.
+    A merge started right after an update then goes on asking for a while."""
+    name = f"real-retention-{alias}"
+    body = {"index_patterns": [f"{alias}-*"], "priority": QUICK_MERGES_PRIORITY + 1}
+    cluster.indices.put_index_template(name=name, body=body)
+    try:
+        yield
+    finally:
+        cluster.indices.delete_index_template(name=name)
+
+
 def test_a_merge_killed_or_outlived_by_its_index_breaks_no_write_and_no_rebuild(
     factory: BackendFactory, cluster: OpenSearch, tmp_path: Path
 ) -> None:
@@ -361,7 +378,8 @@ def test_a_merge_killed_or_outlived_by_its_index_breaks_no_write_and_no_rebuild(
     quiet = factory.overrides(semantic_ranking=False, opensearch_merge_wait_s=0)  # merges started here only
     backend = OpenSearchBackend(load_settings(quiet, environ={}))
     merges = load_settings({**quiet, "opensearch_merge_wait_s": 60}, environ={})
-    rebuild(backend, [base])
+    with real_retention(cluster, backend.alias):  # the merges below are still at work when killed or outlived
+        rebuild(backend, [base])
     files = [write_jsonl(tmp_path / f"update-{n}.jsonl", records.batch(set())) for n in range(3)]  # read after base
 
     def merging_now() -> subprocess.Popen[bytes]:

@@ -27,7 +27,7 @@ from tests.helpers.records import write_jsonl
 BACKENDS = ("whoosh", "opensearch")
 Build = Callable[[list[dict]], Flask]  # records in, an app serving them out (tests/contract/conftest.py)
 _ALIAS_PREFIX = "test-"
-_MERGE_TIMEOUT = 240.0  # seconds: the cluster keeps copies ~30 s, and a loaded machine merges slowly
+_MERGE_TIMEOUT = 240.0  # seconds: a real cluster keeps copies ~30 s (one test asks for that); load slows merges
 _serial = itertools.count()
 
 
@@ -103,7 +103,9 @@ def merged(backend: Backend) -> None:
     """Wait until the cluster has merged away the deleted copies the backend's updates, and the
     embedding after an update or a rebuild, left (a process of their own does, after the answer:
     backends/opensearch/merging.py), polling the count `status()` gives (`deleted_copies`); then
-    scores are a fresh load's. Whoosh leaves no deleted copies.
+    scores are a fresh load's. Whoosh leaves no deleted copies. The test cluster lets the merge drop
+    them within a second or two of the update (`QUICK_MERGES` in tests/helpers/opensearch_cluster.py),
+    where a real cluster keeps them up to ~30 s.
 
     The refresh at the end is the one the index makes on its own within a second (or at the next
     search of a shard idle for searches): a comparison right after must not race it."""

@@ -5,6 +5,10 @@ No OpenSearch distribution archive can be downloaded here and there is no Docker
 classpath plugins (netty4 HTTP/transport, analysis-common), the way OpenSearch's own test framework does. This
 module builds it when needed, starts one JVM per node (own process group, logs to files) and stops them by PID.
 
+The tests' cluster (the session fixture) also merges away deleted copies within a second or two, where a real
+cluster keeps them up to ~30 s (`QUICK_MERGES`, an index template of its own); clusters started otherwise (the
+command line, the benchmarks) keep a real cluster's defaults unless asked (`--quick-merges`).
+
 From pytest: the session fixture `opensearch_cluster` (a `Cluster`). From a shell:
     python tests/helpers/opensearch_cluster.py start --dir /tmp/oscluster  # prints the URLs, leaves it running
     python tests/helpers/opensearch_cluster.py stop --dir /tmp/oscluster   # stops it by the PIDs saved under --dir
@@ -60,6 +64,17 @@ JVM_OPTIONS = [
     "-Dlog4j2.disable.jmx=true",
     "-Dlog4j.shutdownHookEnabled=false",
 ]
+# The index template that makes deleted copies go quickly, for the tests: every index created on the cluster (the
+# tests make theirs through the service's own code, which sets nothing of this) syncs its shards' retention leases
+# every second instead of every 30 s. A shard keeps the copies an update deletes until those leases, which its
+# replicas' recoveries would replay from, have moved past them; so a merge asked for right after an update dropped
+# them only after the next sync, and each test waiting for it (tests/helpers/backends.py `merged`) waited ~30 s.
+# A real cluster refuses the setting: tests/opensearch-node's TestClusterSettingsPlugin registers it, as OpenSearch's
+# own test framework does. A test that needs a real cluster's retention puts a template of higher priority (any:
+# only the highest-priority matching template applies) for its own indexes.
+QUICK_MERGES = "searchsvc-test-quick-merges"
+QUICK_MERGES_PRIORITY = 0
+QUICK_MERGES_SETTINGS = {"index.soft_deletes.retention_lease.sync_interval": "1s"}
 
 
 class ClusterError(RuntimeError):
@@ -238,6 +253,23 @@ def _get_json(url: str, timeout: float = 5.0) -> tuple[int, dict[str, Any]]:
         return 0, {}
 
 
+def _put_json(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[int, dict[str, Any]]:
+    """PUT a JSON document; the status and the JSON answer ((0, {}) when nothing answers)."""
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="PUT", headers={"Content-Type": "application/json"}
+    )
+    try:
+        with _NO_PROXY.open(request, timeout=timeout) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        try:
+            return exc.code, json.load(exc)
+        except ValueError:
+            return exc.code, {}
+    except (OSError, ValueError):
+        return 0, {}
+
+
 def _pid_alive(pid: int) -> bool:
     """True while `pid` runs; a zombie (exited, parent gone or not reaping) counts as dead."""
     try:
@@ -326,6 +358,19 @@ class Cluster:
         status, health = _get_json(f"{url}/_cluster/health?wait_for_nodes={want}&timeout=1s")
         return status == 200 and health.get("number_of_nodes") == want and health.get("status") in {"green", "yellow"}
 
+    def quicken_merges(self) -> None:
+        """Put the QUICK_MERGES index template: indexes created from now on drop deleted copies within a second or
+        two of a merge asked for. Kept in the cluster state, so across restarts too."""
+        template = {
+            "index_patterns": ["*"],
+            "priority": QUICK_MERGES_PRIORITY,
+            "template": {"settings": QUICK_MERGES_SETTINGS},
+            "_meta": {"description": "test cluster only (tests/helpers/opensearch_cluster.py): quick merges"},
+        }
+        status, answer = _put_json(f"{self.urls[0]}/_index_template/{QUICK_MERGES}", template)
+        if status != 200 or not answer.get("acknowledged"):
+            raise self._failure(f"the cluster refused the index template {QUICK_MERGES} ({status}): {answer}")
+
     def cluster_manager(self) -> int:
         """Index of the elected cluster manager. With 2 nodes it is the only voting node: killing it leaves no
         manager (searches still work; writes, health and index creation wait) until it is restarted, and that
@@ -387,9 +432,12 @@ def _save_state(workdir: Path, cluster: Cluster) -> None:
     (workdir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
 
 
-def start_cluster(workdir: Path, nodes: int = 2, timeout: float = START_TIMEOUT, heap: str = HEAP) -> Cluster:
+def start_cluster(
+    workdir: Path, nodes: int = 2, timeout: float = START_TIMEOUT, heap: str = HEAP, quick_merges: bool = False
+) -> Cluster:
     """Build if needed, then start `nodes` nodes on free loopback ports under `workdir` and wait until they form a
-    cluster. On any failure every started node is stopped and ClusterError says why (with the nodes' log tails).
+    cluster; with `quick_merges`, put the QUICK_MERGES template (the tests' cluster). On any failure every started
+    node is stopped and ClusterError says why (with the nodes' log tails).
 
     One retry with new ports covers the rare case that another process took a chosen port before the node bound it."""
     ensure_built()
@@ -410,6 +458,8 @@ def start_cluster(workdir: Path, nodes: int = 2, timeout: float = START_TIMEOUT,
             for i in range(nodes):
                 cluster._start_node(i)
             cluster.wait_until_formed(timeout)
+            if quick_merges:
+                cluster.quicken_merges()
         except BaseException as exc:
             cluster.stop()
             if attempt == 0 and isinstance(exc, ClusterError) and "BindException" in str(exc):
@@ -458,7 +508,7 @@ if pytest is not None:
     @pytest.fixture(scope="session")
     def opensearch_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         """One real 2-node cluster for the whole session. A cluster that cannot start fails the tests, never skips."""
-        with start_cluster(tmp_path_factory.mktemp("opensearch")) as cluster:
+        with start_cluster(tmp_path_factory.mktemp("opensearch"), quick_merges=True) as cluster:
             yield cluster
 
 
@@ -468,6 +518,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/oscluster"), help="cluster home, logs and PID files")
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--heap", default=HEAP, help="each node's Java heap (%(default)s)")
+    parser.add_argument(
+        "--quick-merges", action="store_true", help="deleted copies merged away within seconds, as in the tests"
+    )
     args = parser.parse_args(argv)
     if args.command == "build":
         ensure_built()
@@ -485,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(home, ignore_errors=True)
         (home.parent / f"{name}.log").unlink(missing_ok=True)
     try:
-        cluster = start_cluster(workdir, nodes=args.nodes, heap=args.heap)
+        cluster = start_cluster(workdir, nodes=args.nodes, heap=args.heap, quick_merges=args.quick_merges)
     except ClusterError as exc:
         print(exc, file=sys.stderr)
         return 1

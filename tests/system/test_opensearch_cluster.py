@@ -17,7 +17,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.helpers import opensearch_cluster as launcher
-from tests.helpers.opensearch_cluster import Cluster
+from tests.helpers.opensearch_cluster import QUICK_MERGES_SETTINGS, Cluster
 
 DOCS = 120
 WAIT = 120  # seconds: OpenSearch-side bound for health waits; the tests never judge elapsed time
@@ -110,6 +110,18 @@ def test_replicated_index_turns_green_with_copies_on_both_nodes(client: OpenSear
             copies = [s for s in shards if s["shard"] == number]
             assert sorted(s["prirep"] for s in copies) == ["p", "r"]
             assert len({s["node"] for s in copies}) == 2, f"shard {number}'s primary and replica share a node"
+    finally:
+        client.indices.delete(index=index)
+
+
+def test_every_index_of_the_test_cluster_has_its_deleted_copies_kept_a_second_not_30(client: OpenSearch) -> None:
+    """The QUICK_MERGES template (tests/helpers/opensearch_cluster.py) gives every index created the
+    short retention-lease sync that TestClusterSettingsPlugin (tests/opensearch-node) makes settable."""
+    index = "cluster-quick-merges"
+    client.indices.create(index=index)
+    try:
+        found = client.indices.get_settings(index=index, flat_settings=True)[index]["settings"]
+        assert {key: found.get(key) for key in QUICK_MERGES_SETTINGS} == QUICK_MERGES_SETTINGS
     finally:
         client.indices.delete(index=index)
 

@@ -35,10 +35,16 @@ public final class OpenSearchNodeMain {
     /**
      * Netty4Plugin gives the HTTP and transport layers; CommonAnalysisPlugin the stemmer and other filters;
      * MapperExtrasPlugin the token_count field; PainlessPlugin the scripted similarity that counts a word in a
-     * paper (the BM25F rescoring's). All four are modules of every OpenSearch distribution.
+     * paper (the BM25F rescoring's). All four are modules of every OpenSearch distribution. The fifth,
+     * TestClusterSettingsPlugin, is the test cluster's own: it makes a test-only index setting settable.
      */
-    static final List<Class<? extends Plugin>> PLUGINS =
-            List.of(Netty4Plugin.class, CommonAnalysisPlugin.class, MapperExtrasPlugin.class, PainlessPlugin.class);
+    static final List<Class<? extends Plugin>> PLUGINS = List.of(
+        Netty4Plugin.class,
+        CommonAnalysisPlugin.class,
+        MapperExtrasPlugin.class,
+        PainlessPlugin.class,
+        TestClusterSettingsPlugin.class
+    );
 
     private OpenSearchNodeMain() {}
 
