@@ -108,6 +108,7 @@ SHARED_FIXTURE_GROUPS = {
         "tests/contract/test_deep_pages.py",  # these set both engines up in one module fixture
         "tests/contract/test_math.py",
         "tests/contract/test_rare_suggestions.py",
+        "tests/contract/test_journal.py::test_on_opensearch_",  # its own factory: no "[opensearch" in its id
         "tests/system/test_sharded_embedding.py",
     ),
     "acl": (
