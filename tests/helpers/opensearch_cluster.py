@@ -241,16 +241,7 @@ _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loop
 
 def _get_json(url: str, timeout: float = 5.0) -> tuple[int, dict[str, Any]]:
     """GET a JSON document; (0, {}) when nothing answers yet. Health returns 408 with a body when it times out."""
-    try:
-        with _NO_PROXY.open(url, timeout=timeout) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.load(exc)
-        except ValueError:
-            return exc.code, {}
-    except (OSError, ValueError):
-        return 0, {}
+    return _answer(url, timeout)
 
 
 def _put_json(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[int, dict[str, Any]]:
@@ -258,6 +249,11 @@ def _put_json(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[in
     request = urllib.request.Request(
         url, data=json.dumps(body).encode(), method="PUT", headers={"Content-Type": "application/json"}
     )
+    return _answer(request, timeout)
+
+
+def _answer(request: str | urllib.request.Request, timeout: float) -> tuple[int, dict[str, Any]]:
+    """The status and JSON answer of `request` (an error's too, {} if it has none); (0, {}) when nothing answers."""
     try:
         with _NO_PROXY.open(request, timeout=timeout) as response:
             return response.status, json.load(response)
