@@ -22,7 +22,7 @@ from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken, v_a
 from lark.exceptions import VisitError
 
 from searchsvc.core.errors import QuerySyntaxError, QueryTooBroad
-from searchsvc.core.text import math_letters
+from searchsvc.core.text import composed, math_letters
 
 FIELDS = ("title", "abstract", "author", "venue", "subject", "year", "similar")
 TEXT_FIELDS = ("title", "abstract")  # what an unprefixed word searches
@@ -174,7 +174,7 @@ def parse(text: str) -> Node | None:
 
     Raises QuerySyntaxError naming the problem and its column.
     """
-    text = math_letters(text)  # as math in titles and abstracts is indexed: `ℓ1` is `l1`
+    text = math_letters(composed(text))  # as titles and abstracts are indexed: "é" one letter, `ℓ1` is `l1`
     problem = _unbalanced(text)
     if problem is not None:
         if _CLEAR_SYNTAX.search(text):

@@ -14,6 +14,14 @@ SNIPPET_CHARS = 240  # the abstract snippet when nothing is highlighted: about t
 PREVIEW_CHARS = 40  # a value quoted in a warning or an error: enough to find it in its file
 
 
+def composed(text: str) -> str:
+    """`text` in Unicode's composed form (NFC): "e" and a combining acute as the one letter "é".
+    Both engines fold "é" to "e" but keep a combining mark inside its word, so text written
+    decomposed (as macOS and some PDF and BibTeX tools write it) was found by no query typed
+    composed, nor the other way round, and its authors were facet values of their own."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def one_line(text: str | None) -> str:
     """`text` with every run of whitespace (line breaks included) folded to one space."""
     return " ".join(text.split()) if text else ""

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from searchsvc.core.paper import Paper
 from searchsvc.core.publication import Publication, iso_date
-from searchsvc.core.text import one_line, preview
+from searchsvc.core.text import composed, one_line, preview
 
 __all__ = ["one_line"]  # the readers' rule, kept in core.text so a search's filters fold alike
 
@@ -21,6 +22,26 @@ _LIST_SEPARATORS = re.compile(r"\s*[;,]\s*")
 
 class FieldProblem(Exception):
     """A field that cannot be read; the reader adds the file and line (or entry)."""
+
+
+def composed_paper(paper: Paper) -> Paper:
+    """`paper` with its text, names, subjects and venue in composed form (`core.text.composed`),
+    whichever reader read it; the same paper when they already are (almost always)."""
+    publication = paper.publication
+    title, abstract, venue = composed(paper.title), composed(paper.abstract), composed(publication.venue)
+    authors, subjects = [composed(name) for name in paper.authors], [composed(s) for s in paper.subjects]
+    orcids = {composed(name): orcid for name, orcid in publication.orcids.items()}
+    if (title, abstract, venue, authors, subjects, orcids) == (
+        paper.title,
+        paper.abstract,
+        publication.venue,
+        paper.authors,
+        paper.subjects,
+        publication.orcids,
+    ):
+        return paper
+    publication = replace(publication, venue=venue, orcids=orcids)
+    return replace(paper, title=title, abstract=abstract, authors=authors, subjects=subjects, publication=publication)
 
 
 def year_in(text: str | None, field: str = "year") -> int | None:

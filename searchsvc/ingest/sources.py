@@ -19,6 +19,7 @@ from searchsvc.ingest.arxiv_atom import ATOM, read_arxiv_atom
 from searchsvc.ingest.arxiv_oai import read_arxiv_oai
 from searchsvc.ingest.bibtex import read_bibtex
 from searchsvc.ingest.field_limits import DEFAULT_LIMITS, FieldLimits, limited
+from searchsvc.ingest.fields import composed_paper
 from searchsvc.ingest.jsonl import read_jsonl
 from searchsvc.ingest.lines import numbered_lines
 from searchsvc.ingest.openalex import read_openalex
@@ -155,4 +156,4 @@ def read_records(
         for paper in source.read(path, warn):
             if counts is not None:
                 counts[source.name] += 1
-            yield limited(paper, limits, warn)
+            yield limited(composed_paper(paper), limits, warn)

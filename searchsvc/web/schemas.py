@@ -31,7 +31,7 @@ from searchsvc.core.paper import Paper, id_problem
 from searchsvc.core.publication import MAX_VENUE_CHARS, date_bounds, iso_date
 from searchsvc.core.suggestions import KINDS
 from searchsvc.core.tex import unmarked
-from searchsvc.core.text import one_line
+from searchsvc.core.text import composed, one_line
 from searchsvc.settings import Settings
 
 _YEAR = validate.Range(min=1000, max=2999, error="Must be a year between {min} and {max}.")
@@ -848,5 +848,5 @@ class ErrorSchema(Schema):
 
 
 def _folded_values(values: list[str]) -> tuple[str, ...]:
-    """Filter values with their whitespace folded, each once, none empty."""
-    return tuple(dict.fromkeys(value for value in map(one_line, values) if value))
+    """Filter values with their whitespace folded and composed as records' are, each once, none empty."""
+    return tuple(dict.fromkeys(composed(value) for value in map(one_line, values) if value))
