@@ -28,17 +28,11 @@ def composed_paper(paper: Paper) -> Paper:
     """`paper` with its text, names, subjects and venue in composed form (`core.text.composed`),
     whichever reader read it; the same paper when they already are (almost always)."""
     publication = paper.publication
+    before = (paper.title, paper.abstract, paper.authors, paper.subjects, publication.venue, dict(publication.orcids))
     title, abstract, venue = composed(paper.title), composed(paper.abstract), composed(publication.venue)
     authors, subjects = [composed(name) for name in paper.authors], [composed(s) for s in paper.subjects]
     orcids = {composed(name): orcid for name, orcid in publication.orcids.items()}
-    if (title, abstract, venue, authors, subjects, orcids) == (
-        paper.title,
-        paper.abstract,
-        publication.venue,
-        paper.authors,
-        paper.subjects,
-        publication.orcids,
-    ):
+    if (title, abstract, authors, subjects, venue, orcids) == before:
         return paper
     publication = replace(publication, venue=venue, orcids=orcids)
     return replace(paper, title=title, abstract=abstract, authors=authors, subjects=subjects, publication=publication)
