@@ -57,11 +57,15 @@ STOP_WORDS = frozenset(
     "will with yet you your".split()
 )
 MIN_WORD_CHARS = 2
-# The plural "s" of a word without a vowel: an acronym ("LLMs", "CNNs", "SNPs"), which Snowball
-# keeps ("llms" stays "llms", as its "s" follows no vowel), so `LLM` missed papers writing only
-# "LLMs". Applied before stemming by both engines (OpenSearch: a pattern_replace filter with these
-# two strings; Whoosh: `singular_acronym`). Not "GPUs", whose "u" makes it an ordinary word here.
-ACRONYM_PLURAL = r"^([b-df-hj-np-tv-xz]{2,})s$"
+# The plural "s" of a word without a vowel, or whose one vowel is a "u" before the "s": an acronym
+# ("LLMs", "CNNs", "SNPs"; "GPUs", "GRUs", "CPUs"), which Snowball keeps ("llms" stays "llms", as its
+# "s" follows no vowel; "gpus" too, as its one vowel is just before it), so `LLM` and `GPU` missed
+# papers writing only "LLMs" or "GPUs". Applied before stemming by both engines (OpenSearch: a
+# pattern_replace filter with these two strings; Whoosh: `singular_acronym`). Case is gone by then:
+# of the words of the ACL, SciFact, Cranfield and CACM records, only "thus" and "plus" (and "clus",
+# "mplus") are ordinary words of that shape, and stemming them "thu" and "plu" on both sides of a
+# search changes what they find in nothing.
+ACRONYM_PLURAL = r"^([b-df-hj-np-tv-xz]{2,}u?)s$"
 ACRONYM_SINGULAR = "$1"
 _ACRONYM_PLURAL = re.compile(ACRONYM_PLURAL)
 # BM25: term-frequency saturation, and length normalisation per field.

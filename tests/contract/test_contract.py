@@ -592,17 +592,22 @@ def test_natural_seed_queries_rank_their_paper_first(client: FlaskClient, query:
 
 
 def test_an_acronym_finds_its_plural_and_its_plural_the_acronym(build: Build) -> None:
-    """Snowball keeps the "s" of "LLMs" (no vowel before it): both engines drop it first."""
+    """Snowball keeps the "s" of "LLMs" (no vowel before it) and "GPUs": both engines drop it first."""
     client = build(
         [
             {"id": "plural", "title": "Evaluating LLMs on reasoning", "year": 2024},
             {"id": "singular", "title": "An LLM for code review", "year": 2023},
             {"id": "other", "title": "Training CNNs on images", "year": 2022},
+            {"id": "gpus", "title": "Sharding embeddings over GPUs", "year": 2021},
+            {"id": "gpu", "title": "One GPU is enough", "year": 2020},
         ]
     ).test_client()
     for query in ("LLM", "llms", "LLMs"):
         found = client.get("/api/search", query_string={"q": query}).json["results"]
         assert sorted(hit["id"] for hit in found) == ["plural", "singular"], query
+    for query in ("GPU", "GPUs"):  # its one vowel just before the "s": Snowball keeps that "s" too
+        found = client.get("/api/search", query_string={"q": query}).json["results"]
+        assert sorted(hit["id"] for hit in found) == ["gpu", "gpus"], query
     (hit,) = [hit for hit in client.get("/api/search?q=LLM").json["results"] if hit["id"] == "plural"]
     assert hit["highlights"]["title"] == "Evaluating <mark>LLMs</mark> on reasoning"
     assert [hit["id"] for hit in client.get("/api/search?q=cnn").json["results"]] == ["other"]

@@ -29,8 +29,9 @@ from searchsvc.backends.analysis import (
 # 2: `vector` and `content_key`; 3: `identifiers`; 4: `title.length`, `abstract.length`; 5: `publication`,
 # `venue`, `first_day`, `last_day`, `citations`; 6: `venue.words`, `singular_acronym`; 7: `added`, `changed`;
 # 8: `title` and `abstract` hold their reading (core.tex), `tex` the text as written; 9: `title.counts`,
-# `abstract.counts`; 10: `vector` has doc values (nearest.py)
-MAPPING_VERSION = 10
+# `abstract.counts`; 10: `vector` has doc values (nearest.py); 11: `singular_acronym` also of a plural with a "u"
+# ("gpus": analysis.ACRONYM_PLURAL)
+MAPPING_VERSION = 11
 TEXT_FIELDS = SEARCH_FIELDS
 # A title match counts 1.5 times an abstract match. Not Whoosh's 4: there the weight scales a
 # word's count before BM25F saturates it once; here it scales each field's saturated score,

@@ -47,13 +47,14 @@ FACET_COLUMNS = {
 }
 NUMBER_FACETS = ("year", "citations", "added")  # the columns of whole numbers; the others hold text
 
-# 14: the words and folding of the OpenSearch mapping (analysis.WORD_PATTERN, analysis.folded): "*" ends a word, "œ"
-# folds to "oe", "ß" to "ss", combining marks stay in words; 13: title and abstract index their reading (core.tex: TeX
-# as its words); 12: stored `added` and `changed` (core.arrival), the `added` column; 11: `venue` words for `venue:`
+# 15: an acronym's plural with a "u" ("GPUs") stemmed as its singular too (analysis.ACRONYM_PLURAL); 14: the words
+# and folding of the OpenSearch mapping (analysis.WORD_PATTERN, analysis.folded): "*" ends a word, "œ" folds to "oe",
+# "ß" to "ss", combining marks stay in words; 13: title and abstract index their reading (core.tex: TeX as its
+# words); 12: stored `added` and `changed` (core.arrival), the `added` column; 11: `venue` words for `venue:`
 # clauses, an acronym's plural stemmed as its singular; 10: stored `publication` (venue, date, citations, ORCID iDs),
 # the venue facet, date and citation columns; 9: word pairs of the unstemmed fields (PAIR_FIELDS); 8: ids in a column
 # (doc_order.py), no oldest-rank column; 7: stored `identifiers`
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 class _Words:

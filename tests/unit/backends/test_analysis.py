@@ -30,8 +30,13 @@ from searchsvc.backends.whoosh.schema import stem, text_analyzer, unstemmed_anal
         ("lms", "lm"),
         ("llm", "llm"),
         ("ms", "ms"),  # too short to be an acronym's plural
-        ("gpus", "gpus"),  # a vowel before its "s": an ordinary word to Snowball, left to it
-        ("bus", "bus"),
+        ("gpus", "gpu"),  # its one vowel a "u" just before the "s", which Snowball keeps
+        ("grus", "gru"),
+        ("gpu", "gpu"),
+        ("thus", "thu"),  # an ordinary word of that shape: stemmed alike on both sides of a search
+        ("bus", "bus"),  # one consonant before the "u": a word
+        ("focus", "focus"),
+        ("aus", "aus"),
         ("models", "models"),
         ("rhythms", "rhythms"),  # "y" counts as a vowel
     ],
