@@ -36,6 +36,8 @@ from searchsvc.backends.whoosh.schema import stem, text_analyzer, unstemmed_anal
         ("thus", "thu"),  # an ordinary word of that shape: stemmed alike on both sides of a search
         ("bus", "bus"),  # one consonant before the "u": a word
         ("focus", "focus"),
+        ("corpus", "corpus"),  # other vowels before the "u": words, whose "-us" Snowball reads
+        ("status", "status"),
         ("aus", "aus"),
         ("models", "models"),
         ("rhythms", "rhythms"),  # "y" counts as a vowel
