@@ -298,10 +298,7 @@ class OpenSearchBackend:
         """From the published index's `_meta` alone (one request; `status` makes four or five)."""
         found = self._published_meta()
         if found is None:
-            raise IndexUnavailable(
-                f"no index is published under alias {self.alias!r} on the OpenSearch cluster: run `searchsvc rebuild`",
-                private=self._where,
-            )
+            raise self.generations.unpublished()
         index, meta = found
         return updates.label(index, meta), last_changed(meta)
 

@@ -203,10 +203,7 @@ class Generations:
         """`serving()`, with the index's mappings (its `_meta` says how and when it was built)."""
         indices = self.aliased()
         if not indices:
-            raise IndexUnavailable(
-                f"no index is published under alias {self.alias!r} on the OpenSearch cluster: run `searchsvc rebuild`",
-                private=self.where,
-            )
+            raise self.unpublished()
         index = indices[0]
         mappings: dict[str, Any] = self.client.indices.get_mapping(index=index)[index]["mappings"]
         built_with = mappings.get("_meta", {}).get("mapping_version")
@@ -218,6 +215,13 @@ class Generations:
             )
         self._checked_at = time.monotonic()
         return index, mappings
+
+    def unpublished(self) -> IndexUnavailable:
+        """The error of a search or status asked before the alias names any index."""
+        return IndexUnavailable(
+            f"no index is published under alias {self.alias!r} on the OpenSearch cluster: run `searchsvc rebuild`",
+            private=self.where,
+        )
 
     def check_serving(self) -> None:
         """`serving()`'s check, at most once every `SERVING_CHECK_SECONDS`: searches go to the alias
