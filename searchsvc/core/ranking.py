@@ -246,13 +246,23 @@ def _fused_placed(
     """Every row placed with its fused score (`best`: the tier's best lexical score, the divisor):
     the first `reordered` rows by that score, ties by `ties`, each with its similarity's rank among
     them; the rest after them in their order. With `first_among`, place 1 goes to the best of the
-    first `first_among` rows, wherever the others put it."""
-    similarity = fusion.similarities(vectors, query)
-    fused = fusion.fused(lexical, best, similarity, weight)
-    order = np.concatenate([np.lexsort((ties[:reordered], -fused[:reordered])), np.arange(reordered, len(refs))])
-    if first_among and len(order) and order[0] >= first_among:
-        first = next(i for i in order if i < first_among)
-        order = np.concatenate([[first], order[order != first]])
+    first `first_among` rows, wherever the others put it. The similarity is to the query's vector
+    moved toward the rows a first such fusion places first (`fusion.fed_back`)."""
+
+    def fusing(toward: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        similarity = fusion.similarities(vectors, toward)
+        fused = fusion.fused(lexical, best, similarity, weight)
+        order = np.concatenate([np.lexsort((ties[:reordered], -fused[:reordered])), np.arange(reordered, len(refs))])
+        if first_among and len(order) and order[0] >= first_among:
+            first = next(i for i in order if i < first_among)
+            order = np.concatenate([[first], order[order != first]])
+        return similarity, fused, order
+
+    similarity, fused, order = fusing(query)
+    if reordered:
+        similarity, fused, order = fusing(
+            fusion.fed_back(query, vectors[order[: min(fusion.FEEDBACK_PAPERS, reordered)]])
+        )
     nearest = np.empty(reordered, dtype=np.int64)  # each reordered row's rank by similarity, ties by lexical place
     nearest[np.argsort(-similarity[:reordered], kind="stable")] = np.arange(1, reordered + 1)
     return [

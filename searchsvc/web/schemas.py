@@ -559,6 +559,9 @@ class WordPartSchema(Schema):
     total = _part("Its part of the lexical score: the sum over its fields.")
 
 
+_WEIGHTS = ", ".join([*(f"{value:g} for {name}" for name, value in fusion.WEIGHTS.items()), f"else {fusion.WEIGHT:g}"])
+
+
 class ExplanationSchema(Schema):
     """A hit's score taken apart: lexical = Σ words' parts + coordination + other; score = lexical /
     best_lexical + meaning when ranked by meaning, else lexical. Parts are shown to 6 decimal places and the
@@ -585,7 +588,11 @@ class ExplanationSchema(Schema):
     best_lexical = _part(
         "When ranked by meaning: the best lexical score among the tier's candidates, which divides it.", allow_none=True
     )
-    similarity = _part("When ranked by meaning: cosine similarity of the paper and the query.", allow_none=True)
+    similarity = _part(
+        "When ranked by meaning: cosine similarity of the paper's vector and the query's, the query's moved a "
+        "little toward the paper a first ranking of the tier placed first (pseudo-relevance feedback).",
+        allow_none=True,
+    )
     similarity_rank = fields.Integer(
         allow_none=True,
         required=True,
@@ -594,8 +601,7 @@ class ExplanationSchema(Schema):
         },
     )
     meaning = _part(
-        f"When ranked by meaning: the encoder's weight ({fusion.WEIGHT} for the default one) × similarity, its part "
-        "of the score.",
+        f"When ranked by meaning: the encoder's weight ({_WEIGHTS}) × similarity, its part of the score.",
         allow_none=True,
     )
     score = Rounded(SCORE_PLACES, required=True, metadata={"description": "The hit's score, as shown."})

@@ -59,6 +59,26 @@ def test_meaning_reorders_the_window_and_leaves_the_tail_in_lexical_order(monkey
     assert lexical[0].similarity is None and lexical[0].best_lexical is None
 
 
+def test_the_query_is_moved_toward_the_paper_a_first_fusion_places_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # b and c are alike to the query and equal in words; c is like a, the best match, and b is not
+    tier = [("a", 10.0, [0.8, 0.6, 0.0]), ("b", 5.0, [0.6, 0.0, 0.8]), ("c", 5.0, [0.6, 0.8, 0.0])]
+    found = ListSource([tier]).candidates(0, 0, 3, with_vectors=True)
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    ranked = order_slice(TierSlice(0, 0, 3, 0, 3), found, query)
+    assert [placed.ref for placed in ranked] == ["a", "c", "b"]
+    moved = fusion.fed_back(query, found.vectors[:1])  # type: ignore[index]
+    assert float(np.linalg.norm(moved)) == pytest.approx(1.0)
+    expected = query + fusion.FEEDBACK_WEIGHT * np.array([0.8, 0.6, 0.0])
+    assert moved == pytest.approx(expected / np.linalg.norm(expected), abs=1e-3)  # a's vector is float16
+    # what the explanation shows is the similarity to that moved query, and it adds up
+    for placed in ranked:
+        vector = found.vectors[[ref for ref, _, _ in tier].index(placed.ref)].astype(np.float32)  # type: ignore[index]
+        assert placed.similarity == pytest.approx(float(vector @ moved), abs=1e-6)
+        assert placed.score == pytest.approx(placed.lexical / 10.0 + fusion.WEIGHT * placed.similarity)
+    monkeypatch.setattr(fusion, "FEEDBACK_WEIGHT", 0.0)  # without feedback the tie goes to the earlier paper
+    assert [placed.ref for placed in order_slice(TierSlice(0, 0, 3, 0, 3), found, query)] == ["a", "b", "c"]
+
+
 def test_equal_fused_scores_go_to_the_earlier_paper_in_catalogue_order() -> None:
     same = [1.0, 0.0]
     found = Candidates(["x", "y"], np.array([5.0, 5.0]), np.array([7, 3]), np.array([same, same], dtype=np.float16))

@@ -33,7 +33,7 @@ def fresh_choice() -> Iterator[None]:
 def test_the_setting_names_one_of_five_encoders(tmp_path: Path) -> None:
     for name in ("bge-small-int8", "bge-small", "onnx-int8", "onnx", "numpy"):
         assert settings_for(tmp_path, encoder=name).encoder == name
-    assert settings_for(tmp_path).encoder == "onnx-int8"
+    assert settings_for(tmp_path).encoder == "bge-small-int8"
     with pytest.raises(ConfigurationError, match="encoder=onnx-fp16: .*onnx-int8"):
         settings_for(tmp_path, encoder="onnx-fp16")
 

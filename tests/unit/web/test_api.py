@@ -85,7 +85,7 @@ def test_health_readiness_and_security_headers(client: FlaskClient, seed_backend
         "generation": seed_backend.store.current_name(),
         "doc_count": 28,
         "semantic_ranking": "on",
-        "encoder": "onnx-int8",
+        "encoder": "bge-small-int8",  # the default, fetched by the test command (`bge_model --required`)
         "built_at": seed_backend.status()["built_at"],
         "changed_at": seed_backend.status()["built_at"],  # never changed through the write API
         "engine": "whoosh",
