@@ -35,6 +35,10 @@ RECORDS_LIMIT = Settings().max_write_records
 EMBEDDED_WITHIN = (
     480  # polls of 0.5 s: a thousand titles take seconds, minutes on a loaded machine (embedding yields to others)
 )
+# A write has no time budget: it runs in a process of its own while the worker answers others, and its
+# client waits. The largest bodies took 3-6 s on a quiet machine and past 30 s in a loaded suite (7 Dec,
+# load ~12), so a write's client waits as long as these tests wait for an embedding.
+WRITE_TIMEOUT = EMBEDDED_WITHIN * 0.5
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +60,8 @@ def server(served: tuple[str, Path]) -> str:
 
 def write(base: str, content: bytes, content_type: str = "application/x-ndjson", key: str = "") -> tuple[int, Any]:
     headers = {"Content-Type": content_type, **writer_headers(key)}
-    return servers.send(urllib.request.Request(f"{base}/api/papers", data=content, method="POST", headers=headers))
+    request = urllib.request.Request(f"{base}/api/papers", data=content, method="POST", headers=headers)
+    return servers.send(request, WRITE_TIMEOUT)
 
 
 def writer_headers(key: str = "") -> dict[str, str]:
