@@ -12,7 +12,7 @@ and tantivy, and tantivy builds the corpus too (the bare single-writer Whoosh bu
 `--bare-build-max` records: it takes ~10 s per 1,000 records); `--no-references` leaves
 those out. Writes scale.json, scale.md and scale.png (matplotlib, Agg).
 
-Ranking by meaning uses the default encoder: each rebuild embeds the papers its vector store
+Ranking by meaning uses the default encoder (`--encoder` another): each rebuild embeds the papers its vector store
 lacks (reported: how many, in how long), and the stores are kept between runs and engines, one
 per size (`--vector-store`, default bench/.vectors, holds a folder per record count): a store
 shared by sizes was compacted by the smaller corpus's rebuild to that corpus's papers, which
@@ -25,7 +25,7 @@ OpenSearch: `--opensearch URLS` names a cluster; without it, the 2-node test clu
 tests/helpers/opensearch_cluster.py is started for the run (`--heap` per node) and stopped after.
 
     python -m bench scale [--sizes 0,100000,300000] [--requests 200] [--rankings lexical,semantic]
-                          [--engines whoosh,opensearch] [--clients 2,4] [--vector-store DIR]
+                          [--engines whoosh,opensearch] [--clients 2,4] [--vector-store DIR] [--encoder E]
                           [--out bench/results/scale.json]
     python -m bench scale --semantic ...   # the same as --rankings semantic
 """
@@ -52,16 +52,18 @@ from bench.measure import VECTOR_STORE, PeakSampler, machine, mib, table
 from bench.query import WARMUP, _service, http_load, in_process
 from bench.server import procfile_web
 from searchsvc.backends.whoosh import WhooshBackend
-from searchsvc.settings import load_settings
+from searchsvc.settings import ENCODERS, load_settings
 
 ENGINES = {"whoosh": "searchsvc", "opensearch": OPENSEARCH}  # the engine's name here: its build's in bench/build.py
 RANKINGS = ("lexical", "semantic")
 LEXICAL = {"SEARCHSVC_SEMANTIC_RANKING": "false"}
 
 
-def ranking_env(ranking: str, vector_store: Path) -> dict[str, str]:
-    """The settings of one ranking: by words alone, or by meaning too with the kept vectors."""
-    return {"SEARCHSVC_VECTOR_STORE": str(vector_store)} if ranking == "semantic" else LEXICAL
+def ranking_env(ranking: str, vector_store: Path, encoder: str) -> dict[str, str]:
+    """The settings of one ranking: by words alone, or by meaning too with the encoder's kept vectors."""
+    if ranking == "semantic":
+        return {"SEARCHSVC_VECTOR_STORE": str(vector_store), "SEARCHSVC_ENCODER": encoder}
+    return LEXICAL
 
 
 def node_pids(urls: str) -> dict[str, int]:
@@ -95,10 +97,11 @@ def serve(
     workers: int,
     clients: list[int],
     vector_store: Path,
+    encoder: str,
     opensearch: str | None,
 ) -> list[dict[str, Any]]:
     """The mix through gunicorn serving one engine's index with one ranking, at each client count."""
-    settings = {**ranking_env(ranking, vector_store), **(opensearch_env(opensearch) if opensearch else {})}
+    settings = {**ranking_env(ranking, vector_store, encoder), **(opensearch_env(opensearch) if opensearch else {})}
     pids = node_pids(opensearch) if opensearch else {}
     loads = []
     with procfile_web(index_dir, workers, log, **settings) as server:
@@ -120,6 +123,7 @@ def references(
     index_dir: Path,
     ranking: str,
     vector_store: Path,
+    encoder: str,
     sequence: list[mix.MixQuery],
     warmup: list[mix.MixQuery],
 ) -> dict[str, Any]:
@@ -130,7 +134,7 @@ def references(
     chosen = {
         "index_dir": index_dir,
         "semantic_ranking": semantic,
-        **({"vector_store": vector_store} if semantic else {}),
+        **({"vector_store": vector_store, "encoder": encoder} if semantic else {}),
     }
     backend = WhooshBackend(load_settings(chosen, environ={}))
     bare = BareSearcher(index_dir / "generations" / (index_dir / "CURRENT").read_text().strip())
@@ -147,7 +151,7 @@ def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> 
     """One corpus size: every engine's build, then every ranking's load through gunicorn on each."""
     needs_vectors = "semantic" in args.rankings
     vector_store = args.vector_store / str(records)  # a store per size: see the module's docstring
-    build_settings = ranking_env("semantic" if needs_vectors else "lexical", vector_store)
+    build_settings = ranking_env("semantic" if needs_vectors else "lexical", vector_store, args.encoder)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
         work = Path(scratch)
         source = work / "corpus.jsonl"
@@ -181,11 +185,12 @@ def one_size(records: int, args: argparse.Namespace, opensearch: str | None) -> 
                     args.workers,
                     args.clients,
                     vector_store,
+                    args.encoder,
                     url,
                 )
                 if engine == "whoosh" and compared:
                     requests = sequence[: args.local_requests]
-                    local[ranking] = references(work, index_dir, ranking, vector_store, requests, warmup)
+                    local[ranking] = references(work, index_dir, ranking, vector_store, args.encoder, requests, warmup)
     return {"corpus": described, "builds": builds, "http": loads, "in_process": local}
 
 
@@ -409,6 +414,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--semantic", action="store_true", help="the same as --rankings semantic")
     parser.add_argument("--no-references", dest="references", action="store_false", help="no tantivy, no bare Whoosh")
     parser.add_argument("--vector-store", type=Path, default=VECTOR_STORE, help="kept between runs (%(default)s)")
+    parser.add_argument(
+        "--encoder",
+        choices=ENCODERS,
+        default=load_settings(environ={}).encoder,
+        help="ranking by meaning's encoder (%(default)s, the default's)",
+    )
     parser.add_argument("--opensearch", metavar="URLS", help="the cluster (default: start the 2-node test cluster)")
     parser.add_argument("--heap", default="512m", help="each test cluster node's Java heap (%(default)s)")
     parser.add_argument("--out", type=Path)
@@ -424,7 +435,7 @@ def main(argv: list[str] | None = None) -> None:
         "local_requests": args.local_requests,
         "engines": args.engines,
         "rankings": args.rankings,
-        "encoder": load_settings(environ={}).encoder,
+        "encoder": args.encoder,
         "sizes": [],
     }
     with tempfile.TemporaryDirectory(prefix="bench-scale-cluster-") as scratch, cluster_for(args, Path(scratch)) as url:
