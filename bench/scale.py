@@ -12,9 +12,10 @@ and tantivy, and tantivy builds the corpus too (the bare single-writer Whoosh bu
 `--bare-build-max` records: it takes ~10 s per 1,000 records); `--no-references` leaves
 those out. Writes scale.json, scale.md and scale.png (matplotlib, Agg).
 
-Ranking by meaning uses the default encoder (`--encoder` another): each rebuild embeds the papers its vector store
-lacks (reported: how many, in how long), and the stores are kept between runs and engines, one
-per size (`--vector-store`, default bench/.vectors, holds a folder per record count): a store
+Ranking by meaning uses the default encoder, or the one `--encoder` names: each rebuild embeds the
+papers its vector store lacks (reported: how many, in how long), and the stores are kept between
+runs and engines, one per size (`--vector-store`, default bench/.vectors, holds a folder per
+record count): a store
 shared by sizes was compacted by the smaller corpus's rebuild to that corpus's papers, which
 threw away the larger one's vectors (270,000 of them, 50 minutes of embedding, on 5 Dec).
 Each engine builds once per size, with the
