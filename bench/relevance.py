@@ -15,7 +15,7 @@ over every judged query; a query the service rejects, or one that finds nothing,
     python bench/relevance.py --corpus C.jsonl --queries Q.tsv --qrels R.tsv [--name N]
     python bench/relevance.py --opensearch http://127.0.0.1:9200   # the OpenSearch backend too
     python bench/relevance.py --encoder numpy                      # another sentence encoder than the default
-    python bench/relevance.py --encoder bge-small --no-query-prefix   # bge's queries without BAAI's instruction
+    python bench/relevance.py --encoder bge-small --query-instruction   # bge's queries after BAAI's instruction
     python -m bench relevance --encoder onnx-int8 --encoder bge-small-int8 --meaning-candidates 0 100
 
 Each `--meaning-candidates` value (the setting of that name: papers nearest in meaning joining
@@ -406,13 +406,14 @@ def main(argv: list[str] | None = None) -> None:
         help="rows with the meaning_without_words setting on, off or both (with --meaning-candidates)",
     )
     parser.add_argument(
-        "--no-query-prefix", action="store_true", help="embed bge's queries without BAAI's retrieval instruction"
+        "--query-instruction", action="store_true", help="embed bge's queries after BAAI's retrieval instruction"
     )
     args = parser.parse_args(argv)
-    if args.no_query_prefix:
+    if args.query_instruction:
         from searchsvc.semantic import onnx_encoder
+        from searchsvc.semantic.onnx_model import BGE
 
-        onnx_encoder.QUERY_PREFIX.clear()  # read when the query encoder is made, after this
+        onnx_encoder.QUERY_PREFIX.update(dict.fromkeys(BGE, onnx_encoder.BAAI_INSTRUCTION))  # read when made
     if args.corpus or args.queries or args.qrels:
         if not (args.corpus and args.queries and args.qrels):
             parser.error("--corpus, --queries and --qrels go together")

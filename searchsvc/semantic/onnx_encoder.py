@@ -22,9 +22,12 @@ BATCH = {"onnx": 4, "onnx-int8": 1, "bge-small": 4, "bge-small-int8": 1}
 # bge's graph gives every token's state and is pooled here by its first ([CLS]) token, as BAAI
 # trained it; MiniLM's graph pools (the mean of the real tokens) itself.
 CLS_POOLED = BGE
-# BAAI's instruction for retrieval queries (never papers), from the model card; docs/decisions.md
-# has what it changed here.
-QUERY_PREFIX = dict.fromkeys(BGE, "Represent this sentence for searching relevant passages: ")
+# What goes before a query's text (never a paper's) for each encoder: nothing. BAAI's model card
+# suggests an instruction for bge's retrieval queries; measured, it moved nDCG@10 by noise either
+# way and cost 8 more tokens a query, more than doubling a short query's embedding
+# (docs/decisions.md, 2026-12-08). `python -m bench relevance --query-instruction` measures it.
+BAAI_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+QUERY_PREFIX: dict[str, str] = {}
 _LOAD_ERRORS = (Fail, InvalidGraph, InvalidProtobuf, NoSuchFile)  # ONNX Runtime's own, not Python's
 
 

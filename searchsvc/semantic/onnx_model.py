@@ -28,8 +28,8 @@ from searchsvc.semantic.encoder import WEIGHTS_SHA256, checked_model_files, mode
 # SHA-256 of each built file, for onnx==1.23.2, numpy==2.4.6 and protobuf==7.36.2 (pyproject.toml).
 BUILT_SHA256 = {
     "onnx": "325354f19c5c820383db3cdc9677818b0de7ccac6ee99061b9e81c45dfde92a9",
-    "onnx-int8": "9b4629f67034c03049fb3cf69b6bd9647bc93106bdcc3f811e18cda6fdce0c3e",
-    "bge-small-int8": "cce5c017555cff50fbd3a85b16f39fd8f8fb9fb01b5a5d7adfa21f5897401c1b",
+    "onnx-int8": "227c3414670d5cf42351ee659c1f6d3675ec72126a76f8d9019b6435fef3f0f4",
+    "bge-small-int8": "650b7c5c26b487f861bf2b5fa4e713616484bf9a399c04dd353efb15bee13304",
 }
 BGE = ("bge-small-int8", "bge-small")  # the encoders running bge-small-en-v1.5; the others run MiniLM
 INT8_OF = {"onnx-int8": "onnx", "bge-small-int8": "bge-small"}  # each int8 model and the fp32 one it is built from

@@ -8,12 +8,16 @@ times closer to fp32's, and batching changes nothing (docs/decisions.md, docs/pe
 
 Each product X·W with a weight matrix W (K×N, an initializer) but those of FP32_WEIGHTS becomes
 
-    w_scale = max|W| per column / 127          Wq = round(W / w_scale)             int8, stored
+    w_scale = max|W| per column / 127          Wq = round(W / w_scale) + 128       uint8, stored
     x_scale = max(max|X| per token / 127, ε)   Xq = round(X / x_scale) + 128       uint8, computed
-    X·W ≈ float(MatMulInteger(Xq, Wq, 128)) · w_scale · x_scale
+    X·W ≈ float(MatMulInteger(Xq, Wq, 128, 128)) · w_scale · x_scale
 
 Xq is symmetric around 128 because ONNX Runtime takes A's zero point as one number, not one per
-row. Products of two activations (attention's) stay fp32.
+row. Wq is unsigned too, though its values are signed: ONNX Runtime multiplies uint8 by int8 on
+x86 CPUs without VNNI (AVX2, AVX-512 before VNNI) with an instruction that adds each pair of
+products in 16 bits and saturates (`vpmaddubsw`), so there the vectors came out twice as far from
+fp32's and unlike those of CPUs with VNNI; uint8 by uint8 is exact on every CPU (docs/decisions.md,
+2026-12-08). Products of two activations (attention's) stay fp32.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def _int8_product(node: onnx.NodeProto, weight: np.ndarray) -> tuple[list[onnx.N
     w_scale[w_scale == 0] = 1.0
     prefix = node.name
     constants = [
-        numpy_helper.from_array(np.round(weight / w_scale).astype(np.int8), f"{prefix}_wq"),
+        numpy_helper.from_array((np.round(weight / w_scale) + 128).astype(np.uint8), f"{prefix}_wq"),
         numpy_helper.from_array(w_scale.astype(np.float32), f"{prefix}_w_scale"),
     ]
     nodes: list[onnx.NodeProto] = []
@@ -80,7 +84,7 @@ def _int8_product(node: onnx.NodeProto, weight: np.ndarray) -> tuple[list[onnx.N
     x_scale = op("Max", [op("Mul", [peak, "q8_inverse_127"], "peak_127"), "q8_least_scale"], "x_scale")
     rounded = op("Round", [op("Div", [x, x_scale], "scaled")], "rounded")
     xq = op("Cast", [op("Add", [rounded, "q8_shift"], "shifted")], "xq", to=TensorProto.UINT8)
-    int32 = op("MatMulInteger", [xq, f"{prefix}_wq", "q8_zero_point"], "int32")
+    int32 = op("MatMulInteger", [xq, f"{prefix}_wq", "q8_zero_point", "q8_zero_point"], "int32")
     product = op("Cast", [int32], "float", to=TensorProto.FLOAT)
     # Column scales first, then the token scales. Multiplied together first (one Mul by their
     # product), ONNX Runtime 1.31 fuses the pattern into MatMulIntegerToFloat as if the scale were

@@ -272,16 +272,16 @@ class Settings:
     )
     max_write_body_bytes: int = _setting(
         256 << 10,
-        "a write request's body: the worker that received it reads, merges and indexes its records before "
-        "answering (embedding follows in a process of its own), so the change must end well inside gunicorn's "
-        "30 s worker timeout (docs/decisions.md: 256 KiB, 11,385 title-only JSON lines, took 3.4 s); "
+        "a write request's body: a process of the worker's reads, merges and indexes its records before "
+        "answering (embedding follows in another), holding the index's lock while its client waits, so a "
+        "change must stay short (docs/decisions.md: 256 KiB, 11,385 title-only JSON lines, took 3.4 s); "
         "max_write_records bounds the papers it may hold; collections go through `searchsvc rebuild`",
         Integer(1024, 512 << 10),
     )
     max_write_records: int = _setting(
         5000,
         "records in one write request: merging and indexing cost grows with the papers, not the bytes, and "
-        "256 KiB of title-only CSV (24,840 papers) ran past the 30 s worker timeout on a loaded machine; 5,000 "
+        "256 KiB of title-only CSV (24,840 papers) took past 30 s on a loaded machine; 5,000 "
         "title-only papers took 1.6-1.9 s (load 1.4), 10,000 took 10.4 s and 20,000 21.9 s at load 4-5.6, so "
         "at most 10,000; a body of records with abstracts meets the byte limit first",
         Integer(1, 10_000),

@@ -8,6 +8,9 @@ Links are root-relative (`/papers/<id>`): a feed reader resolves them against th
 address, so no link is built from the request's Host header, which the client chooses. Ids
 are URNs made from the paper id (entries) and the search (feed), so they stay the same across
 rebuilds, hosts and proxies, as Atom asks of ids.
+
+Titles and abstracts are their plain reading (`core.tex.plain`: `$\\alpha$-divergence` reads
+`α-divergence`), as a page's <title> is: feed readers show text, not TeX, and few render MathML.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from xml.etree import ElementTree
 
 from searchsvc.core.paper import Paper
 from searchsvc.core.publication import date_parts
+from searchsvc.core.tex import plain
 
 ATOM = "http://www.w3.org/2005/Atom"
 MEDIA_TYPE = "application/atom+xml"
@@ -63,7 +67,7 @@ def atom_feed(head: FeedHead, papers: Sequence[Paper], paper_link: Callable[[str
     for paper in papers:
         entry = ElementTree.SubElement(feed, _tag("entry"))
         _text(entry, "id", entry_id(paper.id))
-        _text(entry, "title", paper.title)
+        _text(entry, "title", plain(paper.title))
         _text(entry, "updated", paper.arrival.changed if paper.arrival else head.updated)
         if paper.publication.date:  # its first day, as RFC 3339 wants a whole date and time
             _text(entry, "published", _first_instant(paper.publication.date))
@@ -73,7 +77,7 @@ def atom_feed(head: FeedHead, papers: Sequence[Paper], paper_link: Callable[[str
         for subject in paper.subjects:
             ElementTree.SubElement(entry, _tag("category"), term=_xml_text(subject))
         if paper.abstract:
-            _text(entry, "summary", paper.abstract)
+            _text(entry, "summary", plain(paper.abstract))
     return ElementTree.tostring(feed, encoding="utf-8", xml_declaration=True)
 
 

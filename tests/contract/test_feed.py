@@ -119,6 +119,25 @@ def test_record_text_is_escaped_and_characters_xml_cannot_hold_are_dropped(build
     assert entry.authors[0].name == "Eve <svg onload=alert(3)> Mallory"
 
 
+def test_tex_in_titles_and_abstracts_reads_as_text(build: Build) -> None:
+    """A feed reader shows text: math and text commands as the page's <title> reads them, not raw TeX."""
+    client = build(
+        [
+            {
+                "id": "tex",
+                "title": r"Bounds for $\alpha$-divergences in $O(n \log n)$ time",
+                "abstract": r"We study \emph{Erd\H{o}s} graphs and $\ell_1$ penalties.",
+                "year": 2024,
+                "categories": ["math.CO"],
+                "authors": ["Ada Lovelace"],
+            }
+        ]
+    ).test_client()
+    entry = read(client, "q=divergences").entries[0]
+    assert entry.title == "Bounds for α-divergences in O(n log n) time"
+    assert entry.summary == "We study Erdős graphs and l1 penalties."
+
+
 @pytest.mark.parametrize(
     ("query", "field"),
     [("year_from=soon", "year_from"), ("format=csv", "format"), ("q=" + "a" * 501, "q"), ("q=embedding+AND", None)],

@@ -3,14 +3,14 @@ every change. Behaviour only: the timings are `python -m bench churn`'s, whose s
 (bench/churn.py: the query mix, the writer, the pauses), so the two cannot drift apart.
 
 The Procfile's gunicorn with its 2 workers serves a copy of the session's ACL index (the index is
-shared and read-only); 4 clients search the mix without pause while 10 adds of 100 new papers go through
-`POST /api/papers` and 10 removes of 100 ids through `searchsvc remove`, in turn. A remove of 100 is
+shared and read-only); 4 clients search the mix without pause while 5 adds of 100 new papers go through
+`POST /api/papers` and 5 removes of 100 ids through `searchsvc remove`, in turn. A remove of 100 is
 one change only from the command line: the write API removes one id per request, and 1,000 DELETEs
 would publish 1,000 generations, about 15 minutes here. Each change waits until each client has had
 about one search answered after it, so searches run on every generation.
 
 Ranking by meaning is off: embedding 29,580 papers takes about half an hour on two cores, and the
-writes with it on are tests/system/test_write_embedding_server.py's.
+writes with it on are tests/system/test_write_embedding_server.py's and test_killed_write_server.py's.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.skipif(not SHARED_ACL.exists(), reason="the shared ACL records are not here"),
 ]
 
-CHANGES, PAPERS, CLIENTS = 10, 100, 4
+CHANGES, PAPERS, CLIENTS = 5, 100, 4
 _NO_MEANING = {"SEARCHSVC_SEMANTIC_RANKING": "false"}
 
 

@@ -157,8 +157,9 @@ def test_a_change_while_a_rebuild_runs_is_a_409(server: tuple[str, Path, Path]) 
 def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
     server: tuple[str, Path, Path], tmp_path: Path
 ) -> None:
-    """20 changes, half through the API and half through the command line, while 4 clients search
-    without pause: no search fails, and the search after each change shows it."""
+    """12 adds and 6 removes, half through the API and half through the command line, while 4 clients
+    search without pause: no search fails, and the search after each change shows it. (At the ACL
+    records' size: tests/system/test_churn_acl.py.)"""
     base, index_dir, log = server
     failures: list[str] = []
     searched = [0]
@@ -178,7 +179,7 @@ def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
     for thread in clients:
         thread.start()
     try:
-        for number in range(20):
+        for number in range(12):
             word = f"loadword{number}"
             paper = {"id": f"load-{number}", "title": f"The {word} study", "abstract": "", "year": 2020}
             if number % 2:
@@ -195,8 +196,8 @@ def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
                 )
                 assert cli.returncode == 0, cli.stderr
             assert get(f"{base}/api/search?q={word}")[1]["total"] == 1  # the very next request
-            if number >= 10:  # then remove the one added ten changes before, alternating again
-                gone = f"load-{number - 10}"
+            if number >= 6:  # then remove the one added six adds before, alternating again
+                gone = f"load-{number - 6}"
                 if number % 2:
                     status, report = send(base, "DELETE", f"/api/papers/{gone}", headers=AUTH)
                     assert status == 200, report
@@ -209,7 +210,7 @@ def test_changes_under_four_searching_clients_fail_no_search_and_show_at_once(
                         timeout=120,
                     )
                     assert cli.returncode == 0, cli.stderr
-                assert get(f"{base}/api/search?q=loadword{number - 10}")[1]["total"] == 0
+                assert get(f"{base}/api/search?q=loadword{number - 6}")[1]["total"] == 0
     finally:
         stop.set()
         for thread in clients:

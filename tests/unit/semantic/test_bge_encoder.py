@@ -1,4 +1,4 @@
-"""bge-small-en-v1.5 on ONNX Runtime: pooled by its [CLS] token, int8 close to fp32, queries instructed.
+"""bge-small-en-v1.5 on ONNX Runtime: pooled by its [CLS] token, int8 close to fp32, queries as typed.
 
 Needs the model fetched (`python -m searchsvc.semantic.bge_model`, a step of the README's test command)."""
 
@@ -41,17 +41,18 @@ def test_fp32_gives_the_reference_numbers() -> None:
 
 def test_int8_points_every_text_the_way_fp32_does() -> None:
     """Ours (per-token int8 from the fp32 graph): mean 1 − cosine 5.3e-4 on 300 SciFact abstracts, 3.3x closer
-    than the -q jar's int8 (docs/decisions.md)."""
+    than the -q jar's int8 (docs/decisions.md); 6.2e-4 here, where int8 by int8 products saturated on x86
+    CPUs without VNNI, 1.2e-3 (onnx_quantize)."""
     texts = [*TEXTS, *_texts()]
     got, want = _bge("bge-small-int8").encode(texts), _bge("bge-small").encode(texts)
     cosines = (got * want).sum(axis=1)
-    assert cosines.min() >= 0.99 and cosines.mean() >= 0.998
+    assert cosines.min() >= 0.99 and 1 - cosines.mean() < 1e-3
     assert np.allclose(_cosines(got), FP32_COSINES, atol=0.01)
 
 
-def test_queries_carry_baais_instruction_and_papers_do_not() -> None:
-    encoder = _bge("bge-small-int8")
-    assert encoder.query_prefix == "Represent this sentence for searching relevant passages: "
+def test_queries_are_embedded_as_typed_like_papers() -> None:
+    """Without BAAI's instruction: it changed nothing measurable and doubled a short query's tokens."""
+    assert _bge("bge-small-int8").query_prefix == ""
     assert shared_encoder("onnx-int8", load_settings(environ={}).model_cache_dir).query_prefix == ""
 
 

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from onnx import TensorProto
 from safetensors.numpy import load_file
 
 from searchsvc.semantic import onnx_model
@@ -66,3 +67,12 @@ def test_int8_rewrites_every_weight_product_but_the_value_projections() -> None:
         f"encoder.layer.{layer}.attention.self.value.weight" for layer in range(6)
     ]
     assert ops["MatMul"] == 6 + 12  # the value projections, and two products per layer's attention
+
+
+def test_int8_products_multiply_unsigned_by_unsigned() -> None:
+    """uint8 × int8 saturates on x86 CPUs without VNNI (onnx_quantize); uint8 × uint8 is exact on every CPU."""
+    quantized = quantize(build_graph(load_file(str(model_dir() / "model.safetensors")))).graph
+    types = {initializer.name: initializer.data_type for initializer in quantized.initializer}
+    products = [node for node in quantized.node if node.op_type == "MatMulInteger"]
+    assert products and all(types[node.input[1]] == TensorProto.UINT8 for node in products)
+    assert all(len(node.input) == 4 for node in products)  # both zero points given: 128
