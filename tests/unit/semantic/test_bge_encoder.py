@@ -41,8 +41,8 @@ def test_fp32_gives_the_reference_numbers() -> None:
 
 def test_int8_points_every_text_the_way_fp32_does() -> None:
     """Ours (per-token int8 from the fp32 graph): mean 1 − cosine 5.3e-4 on 300 SciFact abstracts, 3.3x closer
-    than the -q jar's int8 (docs/decisions.md); 6.2e-4 here, where int8 by int8 products saturated on x86
-    CPUs without VNNI, 1.2e-3 (onnx_quantize)."""
+    than the -q jar's int8 (docs/decisions.md); 6.2e-4 on these texts, where uint8 × int8 products, which
+    saturate on x86 CPUs without VNNI, gave 1.2e-3 on such a CPU (onnx_quantize)."""
     texts = [*TEXTS, *_texts()]
     got, want = _bge("bge-small-int8").encode(texts), _bge("bge-small").encode(texts)
     cosines = (got * want).sum(axis=1)
@@ -51,7 +51,8 @@ def test_int8_points_every_text_the_way_fp32_does() -> None:
 
 
 def test_queries_are_embedded_as_typed_like_papers() -> None:
-    """Without BAAI's instruction: it changed nothing measurable and doubled a short query's tokens."""
+    """Without BAAI's instruction: it moved nDCG@10 by noise either way and more than doubled a short
+    query's tokens (docs/decisions.md, 2026-12-08)."""
     assert _bge("bge-small-int8").query_prefix == ""
     assert shared_encoder("onnx-int8", load_settings(environ={}).model_cache_dir).query_prefix == ""
 

@@ -41,8 +41,8 @@ def test_fp32_onnx_gives_the_numpy_encoders_numbers() -> None:
 def test_int8_onnx_points_every_text_the_same_way() -> None:
     """Cosine with the numpy encoder's vector of at least 0.99 for each text (0.997 at least and 0.999 on
     average over 160 ACL abstracts; nDCG@10 on the test collections: docs/performance.md). On average
-    1 − cosine is 8.5e-4 here: int8 by int8 products saturated on x86 CPUs without VNNI, 2.2e-3
-    (onnx_quantize)."""
+    1 − cosine is 8.5e-4 on these texts; uint8 × int8 products, which saturate on x86 CPUs without
+    VNNI, gave 2.2e-3 on such a CPU (onnx_quantize)."""
     texts = _texts()
     got, want = _onnx("onnx-int8").encode(texts), numpy_encoder().encode(texts)
     cosines = (got * want).sum(axis=1)
