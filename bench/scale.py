@@ -276,7 +276,7 @@ def markdown(result: dict[str, Any]) -> str:
         for load in size["http"]
     ]
     return (
-        f"gunicorn from the Procfile with {result['workers']} sync workers, {result['requests']} requests per run "
+        f"gunicorn from the Procfile with {result['workers']} gevent workers, {result['requests']} requests per run "
         f"(the same seeded mix on every engine), clients {', '.join(map(str, result['clients']))}; ranking by meaning "
         f"with the {result['encoder']} encoder; load average at the end {result['machine']['load_average_1_5_15']}\n\n"
         + table(header, rows)
