@@ -1,6 +1,6 @@
 """The HTTP service as it is deployed: the Procfile's `web:` line and `searchsvc serve`, for real.
 
-These tests start real gunicorn processes (a master and sync workers) and run real
+These tests start real gunicorn processes (a master and gevent workers) and run real
 `searchsvc rebuild` processes beside them, because what they check only exists across
 processes: each worker noticing a generation published by another process, on its own
 and without a restart, while requests keep arriving; the Procfile's quoting and the
