@@ -1,20 +1,17 @@
-"""A gunicorn (the Procfile's, gevent workers) with ranking by meaning on and writes allowed, serving an
-index built with it off, and the writes, answers and waits of the tests that write to it."""
+"""The writes, answers and waits of the tests that write to tests/system/conftest.py's `unembedded_server`
+(the Procfile's gunicorn with ranking by meaning on, serving an index built with it off)."""
 
 from __future__ import annotations
 
 import time
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from searchsvc.settings.write_tokens import entry_for, new_token
+from searchsvc.settings.write_tokens import new_token
 from tests.helpers import servers
-from tests.helpers.records import made_up_papers, write_jsonl
-from tests.helpers.servers import get, procfile_web, rebuild_index
+from tests.helpers.servers import get
 
 TOKEN = new_token()
 EMBEDDED_WITHIN = (
@@ -24,17 +21,6 @@ EMBEDDED_WITHIN = (
 # client waits. The largest bodies took 3-6 s on a quiet machine and past 30 s in a loaded suite (7 Dec,
 # load ~12), so a write's client waits as long as these tests wait for an embedding.
 WRITE_TIMEOUT = EMBEDDED_WITHIN * 0.5
-
-
-def serve_unembedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """The server, over three papers none of which has its vector until a write's embedding gives every
-    one of them theirs. (base URL, index folder)"""
-    folder = tmp_path_factory.mktemp("write-embedding-server")
-    index_dir = folder / "index"
-    sources = write_jsonl(folder / "sources" / "wombats.jsonl", made_up_papers("wombat", 3))
-    rebuild_index(index_dir, sources, SEARCHSVC_SEMANTIC_RANKING="false")
-    with procfile_web(folder, index_dir, SEARCHSVC_WRITE_TOKEN_HASHES=entry_for("loader", TOKEN)) as base:
-        yield base, index_dir
 
 
 def write(base: str, content: bytes, content_type: str = "application/x-ndjson", key: str = "") -> tuple[int, Any]:

@@ -1,14 +1,19 @@
-"""Fixtures of the system tests that cost minutes, built once per session."""
+"""Fixtures of the system tests that cost minutes, built once per session (or once per module)."""
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from searchsvc.settings.write_tokens import entry_for
 from tests.helpers.indexes import AclIndex
 from tests.helpers.paths import REPO, SHARED_ACL
-from tests.helpers.servers import SEARCHSVC, environment
+from tests.helpers.records import made_up_papers, write_jsonl
+from tests.helpers.servers import SEARCHSVC, environment, procfile_web, rebuild_index
+from tests.helpers.write_servers import TOKEN
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +35,17 @@ def acl_index(tmp_path_factory: pytest.TempPathFactory) -> AclIndex:
     )
     assert built.returncode == 0, built.stderr
     return AclIndex(index_dir, built)
+
+
+@pytest.fixture(scope="module")
+def unembedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The Procfile's gunicorn with ranking by meaning on and writes allowed (tests/helpers/write_servers.py's
+    TOKEN), over three papers none of which has its vector until a write's embedding gives every one of them
+    theirs: one per module, so no module waits for the papers another wrote to be embedded. (base URL,
+    index folder)"""
+    folder = tmp_path_factory.mktemp("write-embedding-server")
+    index_dir = folder / "index"
+    sources = write_jsonl(folder / "sources" / "wombats.jsonl", made_up_papers("wombat", 3))
+    rebuild_index(index_dir, sources, SEARCHSVC_SEMANTIC_RANKING="false")
+    with procfile_web(folder, index_dir, SEARCHSVC_WRITE_TOKEN_HASHES=entry_for("loader", TOKEN)) as base:
+        yield base, index_dir

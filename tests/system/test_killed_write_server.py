@@ -1,7 +1,8 @@
 """A gunicorn worker (the Procfile's, gevent) SIGKILLed in the middle of a keyed write with ranking by
 meaning on: the outcome is known and the retry under the same key makes the change once (issue #36).
-A server of its own: beside tests/system/test_write_embedding_server.py's bodies, the wait for every
-paper to be embedded waited for their ~40,000 papers too (4 minutes)."""
+A server of its own (conftest.py's `unembedded_server`, one per module): beside
+test_write_embedding_server.py's bodies, the wait for every paper to be embedded waited for their
+~40,000 papers too (4 minutes)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import signal
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -22,14 +22,9 @@ from searchsvc.backends.whoosh.journal import FileJournal
 from tests.helpers import servers
 from tests.helpers.bodies import body
 from tests.helpers.servers import get
-from tests.helpers.write_servers import serve_unembedded, wait_until_ranked_by_meaning, write, writer_headers
+from tests.helpers.write_servers import wait_until_ranked_by_meaning, write, writer_headers
 
 pytestmark = pytest.mark.reliability
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    yield from serve_unembedded(tmp_path_factory)
 
 
 class WriteInFlight:
@@ -64,12 +59,12 @@ class WriteInFlight:
 
 @pytest.mark.parametrize("moment", ["journaled", "published"])
 def test_a_worker_killed_in_a_keyed_write_leaves_an_outcome_that_its_retry_learns(
-    served: tuple[str, Path], moment: str
+    unembedded_server: tuple[str, Path], moment: str
 ) -> None:
     """Issue #36: SIGKILL of the worker once the change is journaled (not yet published), or once
     it is published (not yet answered): GET /api/changes/<key> tells which, and the retry under the
     same key makes the change exactly once. Its papers are then embedded like any write's."""
-    base, index_dir = served
+    base, index_dir = unembedded_server
     key, count = f"killed-{moment}", 1000
     content = body("application/x-ndjson", f"killed{moment}", count)
     store, journal = GenerationStore(index_dir), FileJournal(index_dir)

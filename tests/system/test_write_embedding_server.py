@@ -5,7 +5,6 @@ and so did every write after it, since a gevent worker cannot run the encoder pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from searchsvc.settings import Settings
 from tests.helpers.bodies import FORMATS, body, largest_body
 from tests.helpers.records import jsonl, made_up_papers
 from tests.helpers.servers import get
-from tests.helpers.write_servers import semantic_ranking, serve_unembedded, wait_until_ranked_by_meaning, write
+from tests.helpers.write_servers import semantic_ranking, wait_until_ranked_by_meaning, write
 
 pytestmark = pytest.mark.reliability
 
@@ -22,14 +21,9 @@ BODY_LIMIT = Settings().max_write_body_bytes  # the defaults: what users have
 RECORDS_LIMIT = Settings().max_write_records
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    yield from serve_unembedded(tmp_path_factory)
-
-
 @pytest.fixture
-def server(served: tuple[str, Path]) -> str:
-    return served[0]
+def server(unembedded_server: tuple[str, Path]) -> str:
+    return unembedded_server[0]
 
 
 def test_a_write_to_an_index_built_without_meaning_is_answered_and_then_embedded(server: str) -> None:
